@@ -1,0 +1,110 @@
+/**
+ * Configuration: `config/default.json` < `REPOBASE_*` environment variables < CLI flags,
+ * validated once and frozen. Nothing else in the code reads `process.env` for settings.
+ *
+ * Each key `fooBar` has the environment variable `REPOBASE_FOO_BAR` and the flag `--foo-bar`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Type, { type Static, type TSchema } from 'typebox';
+import Value from 'typebox/value';
+import { PgError, SqlState } from './errors.js';
+import { packageRoot } from './package-root.js';
+
+const Port = (description: string) => Type.Integer({ minimum: 0, maximum: 65535, description });
+const Positive = (description: string) => Type.Integer({ minimum: 1, description });
+const LogLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const ConfigSchema = Type.Object({
+  dataDir: Type.String({ minLength: 1, description: 'embedded Postgres data, generated server secret and TLS cert' }),
+  host: Type.String({ minLength: 1, description: 'bind address of both front ends' }),
+  httpPort: Port('REST API + web UI'),
+  pgPort: Port('Postgres wire front end'),
+  upstreamUrl: Type.String({ description: 'admin connection URL of an existing cluster; empty = embedded Postgres' }),
+  embeddedPgPort: Port('port of the embedded Postgres (loopback only)'),
+  secret: Type.String({ description: 'derives upstream role passwords; empty = generated into the data dir' }),
+  logLevel: Type.Union(LogLevels.map((l) => Type.Literal(l)), { description: 'pino level' }),
+  serviceDatabase: Type.String({ minLength: 1, description: 'database name clients connect to (and the database created in the embedded cluster)' }),
+  statementTimeoutMs: Positive('statement timeout of REST queries, in milliseconds'),
+  maxStatementBytes: Positive('statements larger than this are refused with 54000 before parsing'),
+  upstreamPoolMax: Positive('upstream connections per user role'),
+  upstreamIdleMs: Positive('an idle upstream connection is closed after this many milliseconds'),
+});
+
+export type Config = Readonly<Static<typeof ConfigSchema>>;
+export type ConfigKey = keyof Config;
+
+const defaultFile = join(packageRoot, 'config', 'default.json');
+
+/** `httpPort` → `REPOBASE_HTTP_PORT` */
+export function envName(key: string): string {
+  return 'REPOBASE_' + key.replace(/[A-Z]/g, (c) => '_' + c).toUpperCase();
+}
+
+/** `httpPort` → `http-port` */
+export function flagName(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+export const configKeys = Object.keys(ConfigSchema.properties) as ConfigKey[];
+
+function describeAllowed(schema: TSchema): string {
+  const s = schema as { anyOf?: { const: unknown }[]; type?: string; minimum?: number; maximum?: number; minLength?: number };
+  if (s.anyOf) return `one of ${s.anyOf.map((x) => String(x.const)).join(', ')}`;
+  if (s.type === 'integer') {
+    const range = s.maximum !== undefined ? ` from ${s.minimum} to ${s.maximum}` : s.minimum !== undefined ? ` ≥ ${s.minimum}` : '';
+    return `an integer${range}`;
+  }
+  if (s.type === 'string') return s.minLength ? 'a non-empty string' : 'a string';
+  return s.type ?? 'a valid value';
+}
+
+/** Environment and flag values are strings; numbers are converted as the schema says. */
+function coerce(schema: TSchema, raw: unknown): unknown {
+  const s = schema as { type?: string };
+  if (typeof raw === 'string' && s.type === 'integer' && /^-?\d+$/.test(raw.trim())) return Number(raw.trim());
+  return raw;
+}
+
+/**
+ * Builds the configuration from the defaults file, the environment and flags (later wins).
+ * Throws a PgError naming the offending key, its sources and the allowed values.
+ */
+export function loadConfig(
+  env: Readonly<Record<string, string | undefined>> = {},
+  flags: Readonly<Partial<Record<ConfigKey, unknown>>> = {},
+  defaults: unknown = JSON.parse(readFileSync(defaultFile, 'utf8')),
+): Config {
+  const merged: Record<string, unknown> = {};
+  const source: Record<string, string> = {};
+  const base = (defaults ?? {}) as Record<string, unknown>;
+  for (const key of Object.keys(base)) {
+    if (!(key in ConfigSchema.properties)) {
+      throw new PgError(SqlState.InvalidParameterValue, `unknown configuration key "${key}" in config/default.json`);
+    }
+  }
+  for (const key of configKeys) {
+    const schema = ConfigSchema.properties[key];
+    merged[key] = base[key];
+    source[key] = `"${key}" in config/default.json`;
+    const fromEnv = env[envName(key)];
+    if (fromEnv !== undefined) {
+      merged[key] = coerce(schema, fromEnv);
+      source[key] = envName(key);
+    }
+    const fromFlag = flags[key];
+    if (fromFlag !== undefined) {
+      merged[key] = coerce(schema, fromFlag);
+      source[key] = `--${flagName(key)}`;
+    }
+    if (!Value.Check(schema, merged[key])) {
+      const shown = merged[key] === undefined ? 'missing' : JSON.stringify(merged[key]);
+      throw new PgError(
+        SqlState.InvalidParameterValue,
+        `invalid configuration ${source[key]}: ${shown}; expected ${describeAllowed(schema)}`,
+        { hint: `${key}: ${(schema as { description?: string }).description ?? ''}` },
+      );
+    }
+  }
+  return Object.freeze(merged) as Config;
+}
