@@ -1,0 +1,114 @@
+/**
+ * Admin commands: the control plane directly, with the same config as `serve`. They work whether
+ * or not `serve` runs: the embedded cluster is started for the command when it is not running.
+ */
+import { Command } from 'commander';
+import { pino } from 'pino';
+import { ControlPlane } from '../control/control-plane.js';
+import { repoNameProblem, userNameProblem } from '../control/names.js';
+import type { Config } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
+import { openCluster } from '../upstream/cluster.js';
+import { UsageError, type CliContext, type ConfigOf } from './context.js';
+import { formatTable } from './table.js';
+
+async function withControl<T>(ctx: CliContext, config: Config, fn: (control: ControlPlane) => Promise<T>): Promise<T> {
+  // Logs go to stderr so stdout carries only the command's output (a key, a table).
+  const level = ctx.env.REPOBASE_LOG_LEVEL ? config.logLevel : 'warn';
+  const log = createLogger(level, pino.destination(2));
+  const cluster = await openCluster(config, log);
+  try {
+    const control = await ControlPlane.open(cluster, log, { listen: false });
+    try {
+      return await fn(control);
+    } finally {
+      await control.close();
+    }
+  } finally {
+    await cluster.close();
+  }
+}
+
+function checkUser(name: string): string {
+  const problem = userNameProblem(name);
+  if (problem) throw new UsageError(`invalid user name "${name}": ${problem}`);
+  return name;
+}
+
+function checkRepoRef(text: string): { owner: string; repo: string } {
+  const slash = text.indexOf('/');
+  if (slash < 0) throw new UsageError(`invalid repo "${text}": expected <user>/<repo>`);
+  const owner = checkUser(text.slice(0, slash));
+  const repo = text.slice(slash + 1);
+  const problem = repoNameProblem(repo);
+  if (problem) throw new UsageError(`invalid repo name "${repo}": ${problem}`);
+  return { owner, repo };
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : '-');
+
+export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
+  const user = new Command('user').description('manage users (each is a Postgres role)');
+  user
+    .command('create <name>')
+    .description('create a user; prints its first API key alone on stdout')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      checkUser(name);
+      const key = await withControl(ctx, configOf(cmd), (c) => c.createUser(name));
+      ctx.out(`${key.key}\n`);
+    });
+  user
+    .command('list')
+    .description('list users')
+    .action(async (_o: unknown, cmd: Command) => {
+      const users = await withControl(ctx, configOf(cmd), (c) => c.listUsers());
+      ctx.out(formatTable(['name', 'repos', 'keys', 'created'], users.map((u) => [u.name, String(u.repos), String(u.keys), iso(u.createdAt)])));
+    });
+  user
+    .command('delete <name>')
+    .description('delete a user with its repos (and their data), keys and role')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      checkUser(name);
+      await withControl(ctx, configOf(cmd), (c) => c.deleteUser(name));
+      ctx.err(`deleted user ${name}\n`);
+    });
+
+  const key = new Command('key').description('manage API keys');
+  key
+    .command('create <user>')
+    .description('create an API key; prints it alone on stdout (it is not shown again)')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      checkUser(name);
+      const k = await withControl(ctx, configOf(cmd), (c) => c.createKey(name));
+      ctx.out(`${k.key}\n`);
+    });
+  key
+    .command('list <user>')
+    .description('list active keys of a user: id, prefix, created, last used (never secrets)')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      checkUser(name);
+      const keys = await withControl(ctx, configOf(cmd), (c) => c.listKeys(name));
+      ctx.out(formatTable(['id', 'prefix', 'created', 'last used'], keys.map((k) => [k.id, k.prefix, iso(k.createdAt), iso(k.lastUsedAt)])));
+    });
+  key
+    .command('revoke <key-id>')
+    .description('revoke a key; it stops working at once')
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      await withControl(ctx, configOf(cmd), (c) => c.revokeKey(id));
+      ctx.err(`revoked key ${id}\n`);
+    });
+
+  const repo = new Command('repo').description('manage repos');
+  repo
+    .command('create <repo>')
+    .description('create repo <user>/<repo> (private unless --public)')
+    .option('--public', 'readable by every user')
+    .option('--description <text>', 'description', '')
+    .action(async (text: string, opts: { public?: boolean; description: string }, cmd: Command) => {
+      const ref = checkRepoRef(text);
+      const info = await withControl(ctx, configOf(cmd), (c) => c.createRepo(ref, { isPrivate: !opts.public, description: opts.description }));
+      ctx.out(`${info.name}\n`);
+    });
+
+  return [user, key, repo];
+}

@@ -1,0 +1,83 @@
+/**
+ * The `repobase` command. Exit codes: 0 success, 1 the operation failed (message on stderr),
+ * 2 usage error.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { configKeys, ConfigSchema, envName, flagName, loadConfig, type Config, type ConfigKey } from '../shared/config.js';
+import { isPgError } from '../shared/errors.js';
+import { adminCommands } from './admin.js';
+import { serveCommand } from './serve.js';
+import { UsageError, type CliContext } from './context.js';
+
+/** Adds one `--kebab-key <value>` flag per configuration key, to every command. */
+function addConfigFlags(cmd: Command): Command {
+  for (const key of configKeys) {
+    const description = (ConfigSchema.properties[key] as { description?: string }).description ?? '';
+    cmd.addOption(new Option(`--${flagName(key)} <value>`, `${description} (env ${envName(key)})`).hideHelp());
+  }
+  return cmd;
+}
+
+function configFrom(cmd: Command): Config {
+  const opts = cmd.optsWithGlobals<Record<string, unknown>>();
+  const flags: Partial<Record<ConfigKey, unknown>> = {};
+  for (const key of configKeys) if (opts[key] !== undefined) flags[key] = opts[key];
+  return loadConfig(process.env, flags);
+}
+
+export function buildProgram(ctx: CliContext): Command {
+  const program = new Command('repobase')
+    .description('repobase: SQL repos behind the Postgres wire protocol and a REST API')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => ctx.out(s), writeErr: (s) => ctx.err(s) })
+    .showHelpAfterError();
+  addConfigFlags(program);
+  const config = (cmd: Command) => configFrom(cmd);
+  for (const cmd of [serveCommand(ctx, config), ...adminCommands(ctx, config)]) {
+    program.addCommand(cmd);
+  }
+  for (const cmd of program.commands) {
+    cmd.exitOverride();
+    for (const sub of cmd.commands) sub.exitOverride();
+  }
+  return program;
+}
+
+function printError(ctx: CliContext, err: unknown): void {
+  if (isPgError(err)) {
+    ctx.err(`ERROR ${err.code}: ${err.message}\n`);
+    if (err.detail) ctx.err(`DETAIL: ${err.detail}\n`);
+    if (err.hint) ctx.err(`HINT: ${err.hint}\n`);
+  } else {
+    ctx.err(`ERROR: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+}
+
+/** Runs the CLI on `argv` (without node and script); resolves to the exit code. */
+export async function main(argv: string[], ctx: CliContext = defaultContext()): Promise<number> {
+  const program = buildProgram(ctx);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (err: unknown) {
+    if (err instanceof CommanderError) {
+      // help and version are successful exits
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    if (err instanceof UsageError) {
+      ctx.err(`error: ${err.message}\n`);
+      return 2;
+    }
+    printError(ctx, err);
+    // Config problems are usage errors: they name the key to fix.
+    return isPgError(err) && err.code === '22023' && err.message.startsWith('invalid configuration') ? 2 : 1;
+  }
+}
+
+function defaultContext(): CliContext {
+  return {
+    out: (s) => void process.stdout.write(s),
+    err: (s) => void process.stderr.write(s),
+    env: process.env,
+  };
+}

@@ -1,0 +1,200 @@
+/**
+ * The control plane: users, API keys, repos and collaborators, kept in a private schema on the
+ * admin pool. Both front ends and the admin CLI go through this one object.
+ */
+import type pg from 'pg';
+import type { Logger } from '../shared/logger.js';
+import type { Cluster } from '../upstream/cluster.js';
+import { secretFingerprint } from '../upstream/roles.js';
+import { inTransaction } from './db.js';
+import { CACHE_TTL_MS, listen, type ControlEvent } from './events.js';
+import { invalidKey, insertKey, listKeys, loadKey, parseKey, revokeKey, secretMatches, type KeyInfo, type NewKey, type Principal, type StoredKey } from './keys.js';
+import { migrate } from './migrations.js';
+import { parseRepoRef, type RepoRef } from './names.js';
+import {
+  deleteRepo,
+  getRepo,
+  insertRepo,
+  listCollaborators,
+  listRepos,
+  reachableRepos,
+  removeCollaborator,
+  setCollaborator,
+  updateRepo,
+  type Collaborator,
+  type Permission,
+  type RepoAccess,
+  type RepoInfo,
+} from './repos.js';
+import { deleteUser, insertUser, listUsers, syncRolePasswords, type UserInfo } from './users.js';
+import { TtlCache } from './ttl-cache.js';
+import { LastUsedRecorder } from './last-used.js';
+
+export type { Principal, KeyInfo, NewKey, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef };
+
+/** What one principal may reach: the policy engine's input. */
+export interface Rights {
+  user: string;
+  repos: ReadonlyMap<string, RepoAccess>;
+}
+
+export interface ControlPlaneOptions {
+  /** Listen for changes made by other instances (serving processes do; one-shot CLI commands don't). */
+  listen: boolean;
+}
+
+export class ControlPlane {
+  private readonly keys = new TtlCache<string, StoredKey | null>(CACHE_TTL_MS, 10_000);
+  private readonly rightsCache = new TtlCache<string, Rights>(CACHE_TTL_MS, 10_000);
+  private readonly lastUsed: LastUsedRecorder;
+  private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
+
+  private constructor(
+    private readonly cluster: Cluster,
+    private readonly log: Logger,
+  ) {
+    this.lastUsed = new LastUsedRecorder(cluster.admin, log);
+  }
+
+  /** Migrates the control schema, re-keys role passwords if the secret changed, starts listening. */
+  static async open(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
+    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
+    const applied = await migrate(cluster.admin, cluster.database);
+    if (applied.length) plane.log.info({ applied }, 'control plane migrated');
+    const reset = await inTransaction(cluster.admin, (db) => syncRolePasswords(db, cluster.secret, secretFingerprint(cluster.secret)));
+    if (reset) plane.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
+    if (opts.listen) {
+      plane.listener = listen(cluster.adminConfig, (e) => plane.onEvent(e), plane.log);
+      await plane.listener.ready;
+    }
+    return plane;
+  }
+
+  get admin(): pg.Pool {
+    return this.cluster.admin;
+  }
+
+  private onEvent(e: ControlEvent | { kind: 'lost' }): void {
+    switch (e.kind) {
+      case 'key':
+        this.keys.delete(e.id);
+        break;
+      case 'rights':
+        this.rightsCache.clear();
+        break;
+      case 'user':
+      case 'lost':
+        this.keys.clear();
+        this.rightsCache.clear();
+        break;
+    }
+  }
+
+  // ── users ─────────────────────────────────────────────────────────────────────────────
+
+  /** Creates a user with its role and first API key. */
+  createUser(name: string): Promise<NewKey> {
+    return inTransaction(this.admin, (db) => insertUser(db, name, this.cluster.secret));
+  }
+
+  listUsers(): Promise<UserInfo[]> {
+    return listUsers(this.admin);
+  }
+
+  async deleteUser(name: string): Promise<void> {
+    await inTransaction(this.admin, (db) => deleteUser(db, name));
+    this.onEvent({ kind: 'user', name });
+  }
+
+  // ── API keys ──────────────────────────────────────────────────────────────────────────
+
+  createKey(user: string): Promise<NewKey> {
+    return inTransaction(this.admin, (db) => insertKey(db, user));
+  }
+
+  listKeys(user: string): Promise<KeyInfo[]> {
+    return listKeys(this.admin, user);
+  }
+
+  /** Revokes a key (only `user`'s when given); effective on this instance at once, on others when the NOTIFY arrives. */
+  async revokeKey(id: string, user?: string): Promise<void> {
+    await inTransaction(this.admin, (db) => revokeKey(db, id, user));
+    this.keys.delete(id);
+  }
+
+  /** API key → principal, or PgError 28P01. The same check for the REST and wire front ends. */
+  async authenticate(key: string): Promise<Principal> {
+    const parts = parseKey(key);
+    if (!parts) {
+      secretMatches(undefined, key); // same work as a real miss
+      throw invalidKey();
+    }
+    let stored = this.keys.get(parts.id);
+    if (stored === undefined) {
+      const generation = this.keys.generation;
+      stored = (await loadKey(this.admin, parts.id)) ?? null;
+      this.keys.set(parts.id, stored, generation);
+    }
+    if (!secretMatches(stored ?? undefined, parts.secret) || !stored) throw invalidKey();
+    this.lastUsed.record(parts.id);
+    return { user: stored.user, keyId: parts.id };
+  }
+
+  // ── repos ─────────────────────────────────────────────────────────────────────────────
+
+  async createRepo(ref: RepoRef | string, opts: { isPrivate?: boolean; description?: string } = {}): Promise<RepoInfo> {
+    const r = typeof ref === 'string' ? parseRepoRef(ref) : ref;
+    const info = await inTransaction(this.admin, (db) => insertRepo(db, r, { isPrivate: opts.isPrivate ?? true, description: opts.description ?? '' }));
+    this.rightsCache.clear();
+    return info;
+  }
+
+  getRepo(ref: RepoRef): Promise<RepoInfo | undefined> {
+    return getRepo(this.admin, ref);
+  }
+
+  listRepos(user: string): Promise<RepoInfo[]> {
+    return listRepos(this.admin, user);
+  }
+
+  async deleteRepo(ref: RepoRef): Promise<void> {
+    await inTransaction(this.admin, (db) => deleteRepo(db, ref));
+    this.rightsCache.clear();
+  }
+
+  async updateRepo(ref: RepoRef, change: { isPrivate?: boolean | undefined; description?: string | undefined }): Promise<RepoInfo> {
+    const info = await inTransaction(this.admin, (db) => updateRepo(db, ref, change));
+    this.rightsCache.clear();
+    return info;
+  }
+
+  async setCollaborator(ref: RepoRef, user: string, permission: Permission): Promise<void> {
+    await inTransaction(this.admin, (db) => setCollaborator(db, ref, user, permission));
+    this.rightsCache.clear();
+  }
+
+  async removeCollaborator(ref: RepoRef, user: string): Promise<void> {
+    await inTransaction(this.admin, (db) => removeCollaborator(db, ref, user));
+    this.rightsCache.clear();
+  }
+
+  listCollaborators(ref: RepoRef): Promise<Collaborator[]> {
+    return listCollaborators(this.admin, ref);
+  }
+
+  /** The rights snapshot of `user` for the policy engine (cached; dropped on any sharing change). */
+  async rights(user: string): Promise<Rights> {
+    const cached = this.rightsCache.get(user);
+    if (cached) return cached;
+    const generation = this.rightsCache.generation;
+    const rights = { user, repos: await reachableRepos(this.admin, user) };
+    this.rightsCache.set(user, rights, generation);
+    return rights;
+  }
+
+  /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */
+  async close(): Promise<void> {
+    await this.listener?.close();
+    await this.lastUsed.close();
+  }
+}

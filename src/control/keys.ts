@@ -1,0 +1,121 @@
+/**
+ * API keys: `rb_<id>_<secret>`. The id is public (shown in listings, used to revoke); the secret
+ * is 32 random bytes. Stored: SHA-256 of the secret (the secret has 256 bits of entropy, so a
+ * slow hash adds nothing) and a SCRAM verifier of the whole key under the user's salt, so the
+ * wire front end can check a SCRAM proof without ever seeing the key.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { PgError, SqlState } from '../shared/errors.js';
+import { scramVerifier } from '../shared/scram.js';
+import { query, type Queryable } from './db.js';
+import { CONTROL_SCHEMA } from './migrations.js';
+import { notify } from './events.js';
+
+const KEY_PATTERN = /^rb_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
+
+export interface Principal {
+  user: string;
+  keyId: string;
+}
+
+export interface KeyInfo {
+  id: string;
+  prefix: string;
+  user: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+export interface NewKey {
+  id: string;
+  /** The whole key; shown once, never stored. */
+  key: string;
+}
+
+export function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}
+
+/** `rb_<id>_<secret>` → parts, or undefined when it is not shaped like a key. */
+export function parseKey(key: string): { id: string; secret: string } | undefined {
+  const m = KEY_PATTERN.exec(key);
+  return m ? { id: m[1]!, secret: m[2]! } : undefined;
+}
+
+export function keyPrefix(id: string): string {
+  return `rb_${id}`;
+}
+
+/** Creates a key for `user` inside the caller's transaction. */
+export async function insertKey(db: Queryable, user: string): Promise<NewKey> {
+  const salt = await query<{ scram_salt: Buffer; scram_iterations: number }>(
+    db,
+    `SELECT scram_salt, scram_iterations FROM ${CONTROL_SCHEMA}.users WHERE name = $1`,
+    [user],
+  );
+  const row = salt.rows[0];
+  if (!row) throw new PgError(SqlState.UndefinedObject, `user "${user}" does not exist`);
+  const id = randomBytes(6).toString('hex');
+  const secret = randomBytes(32).toString('base64url');
+  const key = `rb_${id}_${secret}`;
+  const v = scramVerifier(key, row.scram_salt, row.scram_iterations);
+  await query(
+    db,
+    `INSERT INTO ${CONTROL_SCHEMA}.api_keys (id, user_name, secret_hash, scram_stored_key, scram_server_key) VALUES ($1, $2, $3, $4, $5)`,
+    [id, user, hashSecret(secret), v.storedKey, v.serverKey],
+  );
+  return { id, key };
+}
+
+export async function listKeys(db: Queryable, user: string): Promise<KeyInfo[]> {
+  const res = await query<{ id: string; user_name: string; created_at: Date; last_used_at: Date | null }>(
+    db,
+    `SELECT id, user_name, created_at, last_used_at FROM ${CONTROL_SCHEMA}.api_keys
+      WHERE user_name = $1 AND revoked_at IS NULL ORDER BY created_at, id`,
+    [user],
+  );
+  return res.rows.map((r) => ({ id: r.id, prefix: keyPrefix(r.id), user: r.user_name, createdAt: r.created_at, lastUsedAt: r.last_used_at }));
+}
+
+/** Revokes a key; with `user`, only a key of that user. Returns the owner of the revoked key. */
+export async function revokeKey(db: Queryable, id: string, user?: string): Promise<string> {
+  const res = await query<{ user_name: string }>(
+    db,
+    `UPDATE ${CONTROL_SCHEMA}.api_keys SET revoked_at = now()
+      WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR user_name = $2) RETURNING user_name`,
+    [id, user ?? null],
+  );
+  const row = res.rows[0];
+  if (!row) throw new PgError(SqlState.UndefinedObject, `no active API key with id "${id}"`);
+  await notify(db, { kind: 'key', id });
+  return row.user_name;
+}
+
+export interface StoredKey {
+  user: string;
+  secretHash: Buffer;
+}
+
+export async function loadKey(db: Queryable, id: string): Promise<StoredKey | undefined> {
+  const res = await query<{ user_name: string; secret_hash: Buffer }>(
+    db,
+    `SELECT user_name, secret_hash FROM ${CONTROL_SCHEMA}.api_keys WHERE id = $1 AND revoked_at IS NULL`,
+    [id],
+  );
+  const row = res.rows[0];
+  return row && { user: row.user_name, secretHash: row.secret_hash };
+}
+
+const dummyHash = hashSecret('no such key');
+
+/** Constant-time check of `secret` against a stored key (or a dummy, so misses take as long). */
+export function secretMatches(stored: StoredKey | undefined, secret: string): boolean {
+  const ok = timingSafeEqual(hashSecret(secret), stored?.secretHash ?? dummyHash);
+  return ok && stored !== undefined;
+}
+
+export function invalidKey(): PgError {
+  return new PgError(SqlState.InvalidPassword, 'invalid API key', {
+    hint: 'use a key from `repobase key create <user>` or POST /api/v1beta/keys/; keys look like rb_<id>_<secret>',
+  });
+}

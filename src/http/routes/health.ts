@@ -1,0 +1,23 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { ControlPlane } from '../../control/control-plane.js';
+
+const HEALTH_TIMEOUT_MS = 2_000;
+
+/** `GET /healthz`: no auth; 200 when the upstream answers, 503 otherwise. */
+export const healthRoutes: FastifyPluginAsync<{ control: ControlPlane }> = async (app, { control }) => {
+  app.get('/healthz', async (req, reply) => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([control.admin.query('SELECT 1'), timeout]);
+      return { status: 'ok' };
+    } catch (err: unknown) {
+      req.log.warn({ err }, 'health check: upstream does not answer');
+      return reply.code(503).send({ status: 'unavailable', reason: 'upstream Postgres does not answer' });
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+};

@@ -1,0 +1,49 @@
+/**
+ * Composition root: config → logger → upstream cluster → control plane → front ends.
+ */
+import { ControlPlane } from './control/control-plane.js';
+import { buildApp } from './http/app.js';
+import type { Config } from './shared/config.js';
+import { PgError, SqlState } from './shared/errors.js';
+import type { Logger } from './shared/logger.js';
+import { openCluster } from './upstream/cluster.js';
+
+export interface Service {
+  readonly httpUrl: string;
+  readonly control: ControlPlane;
+  /** Stops the front ends, then the control plane, then (if started here) Postgres. */
+  stop(): Promise<void>;
+}
+
+function listenError(err: unknown, what: string, host: string, port: number, envName: string): unknown {
+  if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    return new PgError(SqlState.InternalError, `${what} cannot listen on ${host}:${port}: the port is already in use`, {
+      hint: `stop whatever uses it, or choose another port with ${envName}`,
+    });
+  }
+  return err;
+}
+
+export async function startService(config: Config, log: Logger): Promise<Service> {
+  const cluster = await openCluster(config, log);
+  const cleanup: (() => Promise<void>)[] = [() => cluster.close()];
+  const stop = async () => {
+    for (const step of cleanup.reverse().splice(0)) await step();
+  };
+  try {
+    const control = await ControlPlane.open(cluster, log, { listen: true });
+    cleanup.push(() => control.close());
+    const app = await buildApp({ config, control, log });
+    await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
+      throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');
+    });
+    cleanup.push(() => app.close());
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.httpPort;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    return { httpUrl: `http://${host}:${port}`, control, stop };
+  } catch (err: unknown) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The upstream cluster: the embedded one, or an existing one named by `upstreamUrl`. Gives the
+ * admin pool (control plane work) and the connection settings of each user's own role.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import type { Config } from '../shared/config.js';
+import { PgError, SqlState } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import { startEmbedded } from './embedded.js';
+import { fromDriverError } from './pg-error.js';
+import { rolePassword } from './roles.js';
+import { readOrCreateSecretFile } from './secret-file.js';
+
+export interface Cluster {
+  /** Pool of the admin role: the control plane's connections. */
+  readonly admin: pg.Pool;
+  /** Connection settings of the admin role (for dedicated connections such as LISTEN). */
+  readonly adminConfig: pg.ClientConfig;
+  readonly host: string;
+  readonly port: number;
+  readonly database: string;
+  readonly secret: string;
+  /** Where the data lives, for messages: "embedded Postgres in ./data/pg" or the upstream host. */
+  readonly description: string;
+  /** Connection settings to log in upstream as the user's own role. */
+  roleConnection(role: string): pg.ClientConfig;
+  /** Ends the admin pool; stops the embedded cluster if this process started it. */
+  close(): Promise<void>;
+}
+
+async function checkAdmin(admin: pg.Pool, where: string): Promise<void> {
+  let row: { rolsuper: boolean; rolcreaterole: boolean } | undefined;
+  try {
+    const res = await admin.query<{ rolsuper: boolean; rolcreaterole: boolean }>(
+      'SELECT rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user',
+    );
+    row = res.rows[0];
+  } catch (err: unknown) {
+    const pgErr = fromDriverError(err);
+    const reason = pgErr ? `${pgErr.code} ${pgErr.message}` : String(err);
+    throw new PgError(pgErr?.code ?? SqlState.ConnectionFailure, `cannot use upstream Postgres at ${where}: ${reason}`, {
+      hint: 'check REPOBASE_UPSTREAM_URL: host, port, user, password and database',
+    });
+  }
+  if (!row?.rolsuper && !row?.rolcreaterole) {
+    throw new PgError(SqlState.InsufficientPrivilege, `the upstream role at ${where} has neither SUPERUSER nor CREATEROLE`, {
+      hint: 'repobase creates one role per user: connect it as a role with CREATEROLE',
+    });
+  }
+}
+
+/** Opens the upstream described by `config`, starting the embedded cluster when no URL is set. */
+export async function openCluster(config: Config, log: Logger): Promise<Cluster> {
+  const dataDir = resolve(config.dataDir);
+  await mkdir(dataDir, { recursive: true, mode: 0o755 });
+  const secret = config.secret || (await readOrCreateSecretFile(join(dataDir, 'secret')));
+  const embedded = config.upstreamUrl
+    ? undefined
+    : await startEmbedded({ dataDir, port: config.embeddedPgPort, database: config.serviceDatabase, log });
+  const adminUrl = config.upstreamUrl || embedded!.adminUrl;
+  const url = new URL(adminUrl);
+  const where = embedded ? `embedded Postgres in ${join(dataDir, 'pg')}` : `${url.hostname}:${url.port || 5432}`;
+  const adminConfig: pg.ClientConfig = { connectionString: adminUrl, connectionTimeoutMillis: 10_000 };
+  const admin = new pg.Pool({ ...adminConfig, max: 5, idleTimeoutMillis: 30_000 });
+  admin.on('error', (err) => log.warn({ err }, 'idle admin connection failed'));
+  try {
+    await checkAdmin(admin, where);
+  } catch (err: unknown) {
+    await admin.end();
+    await embedded?.stop();
+    throw err;
+  }
+  const host = url.hostname;
+  const port = Number(url.port || 5432);
+  const database = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
+  const ssl = url.searchParams.get('sslmode');
+  return {
+    admin,
+    adminConfig,
+    host,
+    port,
+    database,
+    secret,
+    description: where,
+    roleConnection: (role) => ({
+      host,
+      port,
+      database,
+      user: role,
+      password: rolePassword(secret, role),
+      ...(ssl && ssl !== 'disable' ? { ssl: { rejectUnauthorized: ssl === 'verify-full' } } : {}),
+    }),
+    close: async () => {
+      await admin.end();
+      await embedded?.stop();
+    },
+  };
+}
