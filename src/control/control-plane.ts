@@ -59,7 +59,7 @@ export class ControlPlane {
   /** Migrates the control schema, re-keys role passwords if the secret changed, starts listening. */
   static async open(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
     const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
-    const applied = await migrate(cluster.admin, cluster.database);
+    const applied = await migrate(cluster.admin);
     if (applied.length) plane.log.info({ applied }, 'control plane migrated');
     const reset = await inTransaction(cluster.admin, (db) => syncRolePasswords(db, cluster.secret, secretFingerprint(cluster.secret)));
     if (reset) plane.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');

@@ -72,7 +72,7 @@ const migrations: Migration[] = [
 ];
 
 /** Applies every migration not yet applied; returns the versions it applied. */
-export async function migrate(admin: pg.Pool, database: string): Promise<number[]> {
+export async function migrate(admin: pg.Pool): Promise<number[]> {
   return inTransaction(admin, async (client) => {
     // Transaction-scoped: released at COMMIT/ROLLBACK even if this process dies.
     await client.query("SELECT pg_advisory_xact_lock(hashtext('repobase.migrations'))");
@@ -81,6 +81,8 @@ export async function migrate(admin: pg.Pool, database: string): Promise<number[
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = await client.query<{ version: number }>(`SELECT version FROM ${CONTROL_SCHEMA}.migrations`);
     const applied = new Set(done.rows.map((r) => r.version));
+    const db = await client.query<{ name: string }>('SELECT current_database() AS name');
+    const database = db.rows[0]!.name;
     const now: number[] = [];
     for (const m of migrations) {
       if (applied.has(m.version)) continue;

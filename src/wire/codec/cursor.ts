@@ -35,6 +35,12 @@ export class Cursor {
     return this.frame.length - this.pos;
   }
 
+  /** The next byte, not consumed. */
+  peek(): number {
+    this.need(1);
+    return this.frame.readUInt8(this.pos);
+  }
+
   byte(): number {
     this.need(1);
     return this.frame.readUInt8(this.pos++);

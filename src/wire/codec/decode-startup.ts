@@ -49,7 +49,7 @@ function decodeParams(frame: Buffer): Record<string, string> {
       throw protocolViolation('invalid startup packet layout: expected terminator as last byte');
     }
     // An empty name is the terminator, which must end the packet.
-    if (frame[frame.length - cursor.remaining] === 0) {
+    if (cursor.peek() === 0) {
       cursor.byte();
       cursor.end();
       return params;

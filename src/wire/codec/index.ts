@@ -1,0 +1,16 @@
+/**
+ * The Postgres wire protocol codec: framing, decoders and builders. Pure: no I/O, no sockets.
+ *
+ * @see https://www.postgresql.org/docs/current/protocol-message-formats.html
+ */
+export * from './codes.js';
+export { FrameReader, type FrameHandler, type FrameReaderOptions } from './frame-reader.js';
+export type * from './frontend-messages.js';
+export type * from './backend-messages.js';
+export * from './decode-frontend.js';
+export { decodeStartup } from './decode-startup.js';
+export * from './decode-backend.js';
+export * from './build-backend.js';
+export * from './build-startup.js';
+export * from './build-frontend.js';
+export { protocolViolation } from './protocol-error.js';
