@@ -67,11 +67,15 @@ export class Cursor {
     return value;
   }
 
-  /** A non-negative Int16 count (of formats, parameters, …). */
+  /**
+   * An Int16 count (of formats, parameters, …), read unsigned as Postgres does: a statement may
+   * have up to 65,535 parameters.
+   */
   count(): number {
-    const n = this.int16();
-    if (n < 0) throw this.malformed(`negative count ${n}`);
-    return n;
+    this.need(2);
+    const value = this.frame.readUInt16BE(this.pos);
+    this.pos += 2;
+    return value;
   }
 
   /**

@@ -34,8 +34,12 @@ export class Writer {
     return this;
   }
 
+  /** Signed values (format codes) and unsigned counts (up to 65,535 parameters) alike. */
   int16(value: number): this {
-    this.pos = this.buf.writeInt16BE(value, this.pos);
+    if (!Number.isInteger(value) || value < -0x8000 || value > 0xffff) {
+      throw new PgError(SqlState.ProgramLimitExceeded, `${value} does not fit in 16 bits`);
+    }
+    this.pos = this.buf.writeUInt16BE(value & 0xffff, this.pos);
     return this;
   }
 
