@@ -9,7 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { arch, platform, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -88,13 +88,22 @@ export async function runningPostmaster(pgDir: string): Promise<number | undefin
   }
   const pid = Number(text.split('\n')[0]);
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  // A stale file (process gone) is handled by Postgres itself when it starts.
+  return (await processAlive(pid)) && (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => 'postgres')).includes('postgres')
+    ? pid
+    : undefined;
+}
+
+/** Whether `pid` runs (a zombie, exited but not yet reaped, does not). */
+export async function processAlive(pid: number): Promise<boolean> {
   try {
     process.kill(pid, 0);
-  } catch {
-    return undefined; // stale: Postgres removes a pid file whose process is gone by itself
+  } catch (err: unknown) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => 'postgres');
-  return cmdline.includes('postgres') ? pid : undefined;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // Field 3, after the parenthesised command name, is the state.
+  return !/^\d+ \(.*\) Z/.test(stat);
 }
 
 async function execAs(bin: string, args: string[], ids: RunAs): Promise<{ stdout: string; stderr: string }> {
@@ -183,11 +192,13 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedClus
 
   const logFile = join(pgDir, 'server.log');
   log.info({ port: opts.port }, 'starting embedded Postgres');
+  // The log is appended to across starts: explain a failure from this start's lines only.
+  const logStart = (await stat(logFile).catch(() => undefined))?.size ?? 0;
   try {
     await execAs(bins.pg_ctl, ['start', '-w', '-t', '60', '-D', pgDir, '-l', logFile, '-o', `-p ${opts.port}`], ids);
   } catch (err: unknown) {
     if (err instanceof PgError) throw err;
-    const text = await readFile(logFile, 'utf8').catch(() => String(err));
+    const text = await readFile(logFile).then((b) => b.subarray(logStart).toString('utf8'), () => String(err));
     throw explainStartFailure(text.slice(-4000), opts.port, pgDir);
   }
   await ensureDatabase(adminUrl, opts.database);
