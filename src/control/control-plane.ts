@@ -8,7 +8,21 @@ import type { Cluster } from '../upstream/cluster.js';
 import { secretFingerprint } from '../upstream/roles.js';
 import { inTransaction } from './db.js';
 import { CACHE_TTL_MS, listen, type ControlEvent } from './events.js';
-import { invalidKey, insertKey, listKeys, loadKey, parseKey, revokeKey, secretMatches, type KeyInfo, type NewKey, type Principal, type StoredKey } from './keys.js';
+import {
+  invalidKey,
+  insertKey,
+  listKeys,
+  loadKey,
+  loadScramCredentials,
+  parseKey,
+  revokeKey,
+  secretMatches,
+  type KeyInfo,
+  type NewKey,
+  type Principal,
+  type ScramCredentials,
+  type StoredKey,
+} from './keys.js';
 import { migrate } from './migrations.js';
 import { parseRepoRef, type RepoRef } from './names.js';
 import {
@@ -30,7 +44,7 @@ import { deleteUser, insertUser, listUsers, syncRolePasswords, type UserInfo } f
 import { TtlCache } from './ttl-cache.js';
 import { LastUsedRecorder } from './last-used.js';
 
-export type { Principal, KeyInfo, NewKey, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef };
+export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef };
 
 /** What one principal may reach: the policy engine's input. */
 export interface Rights {
@@ -46,6 +60,7 @@ export interface ControlPlaneOptions {
 export class ControlPlane {
   private readonly keys = new TtlCache<string, StoredKey | null>(CACHE_TTL_MS, 10_000);
   private readonly rightsCache = new TtlCache<string, Rights>(CACHE_TTL_MS, 10_000);
+  private readonly scram = new TtlCache<string, ScramCredentials | null>(CACHE_TTL_MS, 10_000);
   private readonly lastUsed: LastUsedRecorder;
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
 
@@ -78,6 +93,7 @@ export class ControlPlane {
     switch (e.kind) {
       case 'key':
         this.keys.delete(e.id);
+        this.scram.clear(); // the event names the key, not its user
         break;
       case 'rights':
         this.rightsCache.clear();
@@ -85,6 +101,7 @@ export class ControlPlane {
       case 'user':
       case 'lost':
         this.keys.clear();
+        this.scram.clear();
         this.rightsCache.clear();
         break;
     }
@@ -108,8 +125,10 @@ export class ControlPlane {
 
   // ── API keys ──────────────────────────────────────────────────────────────────────────
 
-  createKey(user: string): Promise<NewKey> {
-    return inTransaction(this.admin, (db) => insertKey(db, user));
+  async createKey(user: string): Promise<NewKey> {
+    const key = await inTransaction(this.admin, (db) => insertKey(db, user));
+    this.scram.clear();
+    return key;
   }
 
   listKeys(user: string): Promise<KeyInfo[]> {
@@ -120,6 +139,23 @@ export class ControlPlane {
   async revokeKey(id: string, user?: string): Promise<void> {
     await inTransaction(this.admin, (db) => revokeKey(db, id, user));
     this.keys.delete(id);
+    this.scram.clear();
+  }
+
+  /** The SCRAM salt and per-key verifiers of `user`, or undefined for an unknown user (cached like keys). */
+  async scramCredentials(user: string): Promise<ScramCredentials | undefined> {
+    let found = this.scram.get(user);
+    if (found === undefined) {
+      const generation = this.scram.generation;
+      found = (await loadScramCredentials(this.admin, user)) ?? null;
+      this.scram.set(user, found, generation);
+    }
+    return found ?? undefined;
+  }
+
+  /** Marks a key as used (the wire front end, after a SCRAM exchange that matched it). */
+  recordKeyUse(keyId: string): void {
+    this.lastUsed.record(keyId);
   }
 
   /** API key → principal, or PgError 28P01. The same check for the REST and wire front ends. */

@@ -64,6 +64,7 @@ export async function insertKey(db: Queryable, user: string): Promise<NewKey> {
     `INSERT INTO ${CONTROL_SCHEMA}.api_keys (id, user_name, secret_hash, scram_stored_key, scram_server_key) VALUES ($1, $2, $3, $4, $5)`,
     [id, user, hashSecret(secret), v.storedKey, v.serverKey],
   );
+  await notify(db, { kind: 'key', id });
   return { id, key };
 }
 
@@ -118,4 +119,29 @@ export function invalidKey(): PgError {
   return new PgError(SqlState.InvalidPassword, 'invalid API key', {
     hint: 'use a key from `repobase key create <user>` or POST /api/v1beta/keys/; keys look like rb_<id>_<secret>',
   });
+}
+
+/** What the wire front end needs to check a SCRAM proof: the user's salt and each live key's verifier. */
+export interface ScramCredentials {
+  salt: Buffer;
+  iterations: number;
+  keys: { id: string; storedKey: Buffer; serverKey: Buffer }[];
+}
+
+export async function loadScramCredentials(db: Queryable, user: string): Promise<ScramCredentials | undefined> {
+  const res = await query<{ scram_salt: Buffer; scram_iterations: number; id: string | null; scram_stored_key: Buffer | null; scram_server_key: Buffer | null }>(
+    db,
+    `SELECT u.scram_salt, u.scram_iterations, k.id, k.scram_stored_key, k.scram_server_key
+       FROM ${CONTROL_SCHEMA}.users u
+       LEFT JOIN ${CONTROL_SCHEMA}.api_keys k ON k.user_name = u.name AND k.revoked_at IS NULL
+      WHERE u.name = $1`,
+    [user],
+  );
+  const first = res.rows[0];
+  if (!first) return undefined;
+  return {
+    salt: first.scram_salt,
+    iterations: first.scram_iterations,
+    keys: res.rows.flatMap((r) => (r.id && r.scram_stored_key && r.scram_server_key ? [{ id: r.id, storedKey: r.scram_stored_key, serverKey: r.scram_server_key }] : [])),
+  };
 }

@@ -29,6 +29,16 @@ export const ConfigSchema = Type.Object({
   maxStatementBytes: Positive('statements larger than this are refused with 54000 before parsing'),
   upstreamPoolMax: Positive('upstream connections per user role'),
   upstreamIdleMs: Positive('an idle upstream connection is closed after this many milliseconds'),
+  pgTlsCert: Type.String({ description: 'PEM certificate file of the wire front end; empty = a self-signed one generated into the data dir' }),
+  pgTlsKey: Type.String({ description: 'PEM private key file matching pgTlsCert' }),
+  pgAuthMethod: Type.Union([Type.Literal('scram-sha-256'), Type.Literal('password')], {
+    description: 'password exchange the wire front end asks for: scram-sha-256, or password (cleartext; only over TLS, or on loopback when pgCleartextLoopback)',
+  }),
+  pgCleartextLoopback: Type.Boolean({ description: 'allow the cleartext password method without TLS on loopback connections' }),
+  pgMaxConnections: Positive('client connections of the wire front end; more are refused with 53300'),
+  pgStartupTimeoutMs: Positive('a wire client must finish start-up and authentication within this many milliseconds'),
+  pgIdleTimeoutMs: Type.Integer({ minimum: 0, description: 'close wire clients idle (outside a transaction) this long; 0 = never' }),
+  pgMaxMessageBytes: Positive('largest protocol message accepted from a wire client (08P01 past it)'),
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;
@@ -56,6 +66,7 @@ function describeAllowed(schema: TSchema): string {
     return `an integer${range}`;
   }
   if (s.type === 'string') return s.minLength ? 'a non-empty string' : 'a string';
+  if (s.type === 'boolean') return 'true or false';
   return s.type ?? 'a valid value';
 }
 
@@ -63,6 +74,7 @@ function describeAllowed(schema: TSchema): string {
 function coerce(schema: TSchema, raw: unknown): unknown {
   const s = schema as { type?: string };
   if (typeof raw === 'string' && s.type === 'integer' && /^-?\d+$/.test(raw.trim())) return Number(raw.trim());
+  if (typeof raw === 'string' && s.type === 'boolean' && /^(true|false)$/.test(raw.trim())) return raw.trim() === 'true';
   return raw;
 }
 

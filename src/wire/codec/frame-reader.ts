@@ -70,6 +70,7 @@ export class FrameReader {
   private partial: Buffer | null = null;
   private partialLength = 0;
   private failure: PgError | null = null;
+  private busy = false;
 
   constructor(options: FrameReaderOptions) {
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
@@ -97,13 +98,15 @@ export class FrameReader {
   /** Feeds one chunk; calls `onFrame` synchronously for each message completed by it, in order. */
   push(chunk: Buffer, onFrame: FrameHandler): void {
     if (this.failure !== null) throw this.failure;
+    if (this.busy) throw (this.failure = protocolViolation('frame reader used after an earlier failure'));
     // Stays set if anything below throws, onFrame included: the stream position is then lost.
-    this.failure = protocolViolation('frame reader used after an earlier failure');
+    // A flag, not a ready-made error: building an Error per push costs microseconds.
+    this.busy = true;
     let pos = 0;
     if (this.headLength > 0 || this.partial !== null) {
       pos = this.resume(chunk, onFrame);
       if (pos < 0) {
-        this.failure = null;
+        this.busy = false;
         return;
       }
     }
@@ -137,7 +140,7 @@ export class FrameReader {
       onFrame(chunk[pos] ?? 0, chunk.subarray(pos, pos + total));
       pos += total;
     }
-    this.failure = null;
+    this.busy = false;
   }
 
   /** Continues a header or message begun by earlier chunks. Returns where the chunk's next message starts, or -1 if the chunk was used up. */

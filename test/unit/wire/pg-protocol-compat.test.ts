@@ -26,7 +26,8 @@ import { PgError } from '../../../src/shared/errors.js';
 async function parsedByPg(bytes: Buffer): Promise<Record<string, unknown>[]> {
   const messages: Record<string, unknown>[] = [];
   await parse(Readable.from([bytes]), (message) => {
-    messages.push({ ...message } as Record<string, unknown>);
+    // Error's `message` is not enumerable: copy it by name.
+    messages.push({ ...message, message: (message as { message?: unknown }).message } as Record<string, unknown>);
   });
   return messages;
 }
@@ -118,7 +119,7 @@ describe('we decode what node-postgres writes', () => {
     ]);
     expect(decodedByUs(stream)).toEqual([
       { kind: 'parse', name: 'q1', sql: 'SELECT $1::text, $2', paramTypes: [25] },
-      { kind: 'bind', portal: '', statement: 'q1', paramFormats: [0], params: [Buffer.from('héllo'), null], resultFormats: [0] },
+      { kind: 'bind', portal: '', statement: 'q1', paramFormats: [0, 0], params: [Buffer.from('héllo'), null], resultFormats: [0] },
       { kind: 'describe', target: 'P', name: '' },
       { kind: 'execute', portal: '', maxRows: 10 },
       { kind: 'close', target: 'S', name: 'q1' },
