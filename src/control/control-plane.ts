@@ -218,6 +218,11 @@ export class ControlPlane {
     return listCollaborators(this.admin, ref);
   }
 
+  /** The cached rights snapshot of `user`, if there is one: the wire relay's synchronous hot path. */
+  peekRights(user: string): Rights | undefined {
+    return this.rightsCache.get(user);
+  }
+
   /** The rights snapshot of `user` for the policy engine (cached; dropped on any sharing change). */
   async rights(user: string): Promise<Rights> {
     const cached = this.rightsCache.get(user);

@@ -39,6 +39,11 @@ export const ConfigSchema = Type.Object({
   pgStartupTimeoutMs: Positive('a wire client must finish start-up and authentication within this many milliseconds'),
   pgIdleTimeoutMs: Type.Integer({ minimum: 0, description: 'close wire clients idle (outside a transaction) this long; 0 = never' }),
   pgMaxMessageBytes: Positive('largest protocol message accepted from a wire client (08P01 past it)'),
+  pgSessionsPerUser: Positive('upstream sessions one user may hold through the wire front end (one per connected client; 53300 past it)'),
+  maxResultRows: Positive('rows one REST query answers at most; a longer result ends with "truncated": true'),
+  httpBodyLimitBytes: Positive('largest REST request body in bytes; a larger one is refused with 413 (54000)'),
+  rateLimitMax: Positive('REST requests one API key may make per rate-limit window; more get 429 (53400) with Retry-After'),
+  rateLimitWindowMs: Positive('length of the REST rate-limit window, in milliseconds'),
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;

@@ -30,6 +30,7 @@ export const SqlState = {
   DuplicateTable: '42P07',
   ReservedName: '42939',
   ProgramLimitExceeded: '54000',
+  StatementTooComplex: '54001',
   TooManyConnections: '53300',
   CannotConnectNow: '57P03',
   QueryCanceled: '57014',

@@ -72,6 +72,8 @@ export const AuthCode = {
   KerberosV5: 2,
   CleartextPassword: 3,
   MD5Password: 5,
+  /** Unix-socket credentials; removed from Postgres in 9.1. */
+  SCMCredential: 6,
   GSS: 7,
   GSSContinue: 8,
   SSPI: 9,

@@ -45,7 +45,7 @@ export function decodeAuthentication(frame: Buffer): AuthenticationRequest {
     case AuthCode.GSS:
     case AuthCode.SSPI:
     case AuthCode.GSSContinue:
-    case 6: // SCMCredential, long gone from Postgres
+    case AuthCode.SCMCredential:
       return { kind: 'unsupported', code };
     default:
       throw cursor.malformed(`unknown authentication request ${code}`);
@@ -94,7 +94,11 @@ export function decodeBackendKeyData(frame: Buffer): BackendKeyData {
   return { processId, secretKey };
 }
 
-/** The command tag, e.g. `SELECT 1`, `INSERT 0 3`. @see https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-COMMANDCOMPLETE */
+/**
+ * The command tag, e.g. `SELECT 1`, `INSERT 0 3`.
+ *
+ * @see https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-COMMANDCOMPLETE
+ */
 export function decodeCommandComplete(frame: Buffer): string {
   const cursor = Cursor.typed(frame, BackendCode.CommandComplete, 'CommandComplete');
   const tag = cursor.cstring(false);
@@ -102,9 +106,14 @@ export function decodeCommandComplete(frame: Buffer): string {
   return tag;
 }
 
-/** All fields kept: see `error-fields.ts`. @see https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-ERRORRESPONSE */
+/**
+ * Every field kept: see `error-fields.ts`.
+ *
+ * @see https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-ERRORRESPONSE
+ */
 export function decodeErrorResponse(frame: Buffer): PgError {
-  return pgErrorFromFields(readErrorFields(frame, BackendCode.ErrorResponse, 'ErrorResponse'), 'ERROR');
+  const fields = readErrorFields(frame, BackendCode.ErrorResponse, 'ErrorResponse');
+  return pgErrorFromFields(fields, 'ERROR');
 }
 
 /**

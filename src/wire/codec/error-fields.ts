@@ -10,21 +10,22 @@ import { Cursor } from './cursor.js';
  *
  * @see https://www.postgresql.org/docs/current/protocol-error-fields.html
  */
-const EXTRA_FIELDS: Readonly<Record<string, string>> = {
-  s: 'schema',
-  t: 'table',
-  c: 'column',
-  d: 'dataType',
-  n: 'constraint',
-  W: 'where',
-  p: 'internalPosition',
-  q: 'internalQuery',
-  F: 'file',
-  L: 'line',
-  R: 'routine',
-};
-const EXTRA_LETTERS: Readonly<Record<string, string>> = Object.fromEntries(
-  Object.entries(EXTRA_FIELDS).map(([letter, name]) => [name, letter]),
+// Maps, not object literals: a key such as `constructor` must not find Object.prototype's.
+const EXTRA_FIELDS: ReadonlyMap<string, string> = new Map([
+  ['s', 'schema'],
+  ['t', 'table'],
+  ['c', 'column'],
+  ['d', 'dataType'],
+  ['n', 'constraint'],
+  ['W', 'where'],
+  ['p', 'internalPosition'],
+  ['q', 'internalQuery'],
+  ['F', 'file'],
+  ['L', 'line'],
+  ['R', 'routine'],
+]);
+const EXTRA_LETTERS: ReadonlyMap<string, string> = new Map(
+  [...EXTRA_FIELDS].map(([letter, name]) => [name, letter]),
 );
 
 /** `S` when it differs from `V` (a translated severity such as `ERREUR`). */
@@ -54,7 +55,7 @@ export function readErrorFields(frame: Buffer, code: number, what: string): Map<
   return fields;
 }
 
-/** Builds the PgError for a field map; `fallback` is the severity when the raw one has no PgError equivalent. */
+/** The PgError for a field map; `fallback` is its severity when the raw one has no PgError equivalent. */
 export function pgErrorFromFields(fields: Map<string, string>, fallback: Severity): PgError {
   const extra: Record<string, string> = {};
   const localized = fields.get('S');
@@ -73,7 +74,7 @@ export function pgErrorFromFields(fields: Map<string, string>, fallback: Severit
     else extra[RAW_POSITION_KEY] = rawPosition;
   }
   for (const [letter, value] of fields) {
-    if (!CORE_LETTERS.has(letter)) extra[EXTRA_FIELDS[letter] ?? letter] = value;
+    if (!CORE_LETTERS.has(letter)) extra[EXTRA_FIELDS.get(letter) ?? letter] = value;
   }
   return new PgError(fields.get('C') ?? 'XX000', fields.get('M') ?? '', {
     severity,
@@ -102,10 +103,10 @@ export function errorFieldsOf(err: PgError, severity?: Severity): [string, strin
   ];
   if (err.detail !== undefined) fields.push(['D', err.detail]);
   if (err.hint !== undefined) fields.push(['H', err.hint]);
-  const position = err.position !== undefined ? String(err.position) : extra[RAW_POSITION_KEY];
+  const position = Number.isSafeInteger(err.position) ? String(err.position) : extra[RAW_POSITION_KEY];
   if (position !== undefined) fields.push(['P', position]);
   for (const [key, value] of Object.entries(extra)) {
-    const letter = EXTRA_LETTERS[key] ?? (key.length === 1 && key !== '\0' ? key : undefined);
+    const letter = EXTRA_LETTERS.get(key) ?? (key.length === 1 && key !== '\0' ? key : undefined);
     if (letter !== undefined && !CORE_LETTERS.has(letter)) fields.push([letter, value]);
   }
   return fields.map(([letter, value]) => [letter, value.replaceAll('\0', '')]);

@@ -160,6 +160,11 @@ describe('backend messages: build, frame, decode', () => {
     expect(decodeErrorResponse(rawTyped('E', 'SFATAL\0C28P01\0Mno\0\0')).severity).toBe('FATAL');
   });
 
+  it('does not send extra keys that name no field, even ones Object.prototype has', () => {
+    const err = new PgError('XX000', 'x', { extra: { constructor: 'c', toString: 't', tableName: 'n' } });
+    expect(buildErrorResponse(err).subarray(5).toString('latin1')).toBe('SERROR\0VERROR\0CXX000\0Mx\0\0');
+  });
+
   it('strips NULs from error text rather than failing to report the error', () => {
     const bytes = buildErrorResponse(new PgError('42601', 'syntax error at "a\0b"'));
     expect(decodeErrorResponse(bytes).message).toBe('syntax error at "ab"');

@@ -11,9 +11,9 @@ import {
 
 // Throughput floor for the proxy's hot path. `pgbench -S` through a proxy that must beat
 // PgBouncer needs tens of thousands of messages/s on two cores; the floors below are one to two
-// orders of magnitude above that so only a real regression (a copy per frame, a concat per
-// chunk) trips them, not a slow CI machine. Measured on the dev box (Node 20.20, one core):
-// see the report printed by the test, and the numbers in the FrameReader docs.
+// orders of magnitude above that, and 5-12x below what the dev box measures (numbers in the
+// FrameReader docs), so only a real regression (an Error or a concat per push, a copy per
+// frame) trips them, not a slow CI machine.
 
 /** 1000 messages of a `pgbench -S` extended-protocol round: Bind, Execute, Sync (~20 bytes each). */
 function pgbenchChunk(): Buffer {
@@ -84,6 +84,6 @@ describe('FrameReader throughput', () => {
     expect(results.oneChunk).toBeGreaterThan(2_000_000);
     expect(results.threeChunks).toBeGreaterThan(2_000_000);
     expect(results.everyMessageSplitInThree).toBeGreaterThan(300_000);
-    expect(queriesDecoded).toBeGreaterThan(500_000);
+    expect(queriesDecoded).toBeGreaterThan(250_000);
   });
 });

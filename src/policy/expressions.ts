@@ -1,0 +1,72 @@
+// Expression-level nodes that name things in schemas: function calls, types, casts of names
+// given as strings ('bob/x.t'::regclass), operators, collations, operator classes.
+import { checkFunctionCall, regStringRef } from './functions.js';
+import { arr, nameList, obj, stringConst, type JsonObject } from './json.js';
+import type { HandlerEntry, Scope, Walker } from './walker.js';
+
+function funcCall(w: Walker, n: JsonObject, scope: Scope): void {
+  const names = nameList(n.funcname) ?? [];
+  w.facts.functions.push(names.join('.'));
+  w.qualifiedUse(names, n.location);
+  checkFunctionCall(w, names, arr(n.args));
+  w.rest(n, ['funcname'], 'read', scope);
+}
+
+function typeCast(w: Walker, n: JsonObject, scope: Scope): void {
+  const names = nameList(obj(n.typeName)?.names) ?? [];
+  const type = names[names.length - 1];
+  const literal = stringConst(n.arg);
+  if (type !== undefined && literal !== undefined && (names.length === 1 || names[0] === 'pg_catalog')) {
+    regStringRef(w, type, literal, 'read', n.location);
+  }
+  w.rest(n, [], 'read', scope);
+}
+
+// `"bob/x".mytype` needs the repo to be readable; `"bob/x".t.c%TYPE` reads table t.
+function typeName(w: Walker, n: JsonObject, scope: Scope): void {
+  const names = nameList(n.names) ?? [];
+  if (n.pct_type === true) {
+    if (names.length >= 2) w.qualified('relation', names.slice(0, -1), 'read', { location: n.location });
+  } else {
+    w.qualifiedUse(names, n.location);
+  }
+  w.rest(n, ['names'], 'read', scope);
+}
+
+function qualifiedField(field: string): HandlerEntry {
+  return {
+    handle: (w, n, scope) => {
+      w.qualifiedUse(nameList(n[field]), n.location);
+      w.rest(n, [field], 'read', scope);
+    },
+  };
+}
+
+function indexElem(w: Walker, n: JsonObject, scope: Scope): void {
+  w.qualifiedUse(nameList(n.opclass));
+  w.qualifiedUse(nameList(n.collation));
+  w.rest(n, ['opclass', 'collation'], 'read', scope);
+}
+
+// A sub-select in FROM is a new query level: its relations are read even when the outer query
+// locks rows (FOR UPDATE applies to the outer level's tables).
+function rangeSubselect(w: Walker, n: JsonObject, scope: Scope): void {
+  w.rest(n, [], 'read', scope);
+}
+
+function objectWithArgs(w: Walker, n: JsonObject, scope: Scope): void {
+  w.qualifiedUse(nameList(n.objname));
+  w.rest(n, ['objname'], 'read', scope);
+}
+
+export const expressionHandlers: ReadonlyArray<[string, HandlerEntry]> = [
+  ['FuncCall', { handle: funcCall }],
+  ['TypeCast', { handle: typeCast }],
+  ['TypeName', { handle: typeName }],
+  ['A_Expr', qualifiedField('name')],
+  ['CollateClause', qualifiedField('collname')],
+  ['RangeTableSample', qualifiedField('method')],
+  ['IndexElem', { handle: indexElem }],
+  ['ObjectWithArgs', { handle: objectWithArgs }],
+  ['RangeSubselect', { handle: rangeSubselect }],
+];

@@ -1,0 +1,72 @@
+// What the analysis learns from a query string. Plain data only: it is independent of who asks
+// (one cache serves every user), and it crosses the worker-thread boundary by structured clone.
+
+/** The access a reference needs: read rows, change rows, or own the repo (DDL). */
+export type Need = 'read' | 'write' | 'own';
+
+/** A refusal known without looking at anyone's rights; becomes a PgError at decision time. */
+export interface Refusal {
+  code: string;
+  message: string;
+  hint?: string;
+  detail?: string;
+  /** 1-based character position in the query string. */
+  position?: number;
+}
+
+/**
+ * A schema-qualified (or not) name the statement touches.
+ * - `relation`: tables, views, sequences; unqualified ones resolve through search_path, with
+ *   pg_catalog's own relation names known.
+ * - `object`: functions, types, operators, collations…; unqualified ones are checked only when
+ *   created or changed (lookups of built-ins are Postgres' business).
+ * - `schema`: a schema named on its own (`COMMENT ON SCHEMA`, `SET SCHEMA`, `REINDEX SCHEMA`).
+ */
+export interface NameRef {
+  kind: 'relation' | 'object' | 'schema';
+  schema: string | null;
+  name: string;
+  need: Need;
+  /** Names an object being created: an unqualified name goes to the creation schema. */
+  create: boolean;
+  /** A temporary relation being created (`CREATE TEMP TABLE`): lives in pg_temp. */
+  temp: boolean;
+  /** The statement it occurs in, for messages (`INSERT`, `ALTER TABLE`). */
+  command: string;
+  position: number | null;
+  /** search_path of the function body it occurs in (`CREATE FUNCTION … SET search_path`). */
+  path: string[] | null;
+}
+
+export type Setting =
+  | { kind: 'search_path'; value: string[]; position: number | null }
+  | { kind: 'reset_search_path' };
+
+export type SchemaCommand =
+  | { kind: 'create'; name: string; ifNotExists: boolean; authRole: string | null }
+  | { kind: 'drop'; names: string[]; ifExists: boolean; cascade: boolean };
+
+export interface StatementFacts {
+  /** Parse node type of the statement, e.g. `SelectStmt`. */
+  kind: string;
+  /** Command as users name it, e.g. `SELECT`, `CREATE TABLE`. */
+  command: string;
+  refs: NameRef[];
+  /** Every function called, as written (`count`, `pg_catalog.now`, `alice/sales.f`). */
+  functions: string[];
+  /** search_path changes, in order; applied after the statement. */
+  settings: Setting[];
+  /** LISTEN/NOTIFY channels: shared by the whole server, so namespaced per user. */
+  channels: string[];
+  /** The first service-rule violation found, if any. */
+  refusal: Refusal | null;
+  schema: SchemaCommand | null;
+}
+
+export interface Analysis {
+  /** A refusal of the whole string (syntax error, NUL byte). */
+  error: Refusal | null;
+  statements: StatementFacts[];
+  /** The whole query string with the seed rule applied, when it changed anything. */
+  rewrite: string | null;
+}

@@ -1,0 +1,67 @@
+// The policy's public contract: what the front ends and the control plane pass in and get back.
+import type { PgError } from '../shared/errors.js';
+
+/** How a principal may use one repo. */
+export type RepoAccess = 'own' | 'write' | 'read';
+
+/** What one principal may do, built by the control plane. */
+export interface Rights {
+  /** Service user = Postgres role name, e.g. `alice`. */
+  user: string;
+  /** Schema name (`bob/data`) → access; public repos appear as `read`. */
+  repos: ReadonlyMap<string, RepoAccess>;
+}
+
+/** The connection state the policy needs; maintained by the front end from `SessionChange`s. */
+export interface Session {
+  /** Schema names, already unquoted, e.g. `['alice/sales', 'public']`; `$user` may appear. */
+  searchPath: readonly string[];
+  /**
+   * What `RESET search_path` (or `DISCARD ALL`, `SET search_path TO DEFAULT`) returns to: the
+   * connection's start-up value. Defaults to Postgres' own default, `"$user", public`.
+   */
+  defaultSearchPath?: readonly string[];
+}
+
+/** A change of session state that the front end applies once the statement succeeded. */
+export type SessionChange =
+  | { kind: 'search_path'; value: readonly string[] }
+  | { kind: 'reset_search_path' };
+
+/** A statement the control plane performs instead of Postgres. */
+export type HandledAction =
+  | { kind: 'create_repo'; owner: string; repo: string; ifNotExists: boolean }
+  | { kind: 'drop_repo'; owner: string; repo: string; ifExists: boolean; cascade: boolean };
+
+/**
+ * The verdict on one query string. `statements` counts the statements the string holds (0 for an
+ * empty or comment-only string); the REST API refuses more than one.
+ */
+export type Decision =
+  | { kind: 'allow'; changes: readonly SessionChange[]; statements: number }
+  | { kind: 'rewrite'; sql: string; changes: readonly SessionChange[]; statements: number }
+  | { kind: 'deny'; error: PgError }
+  | { kind: 'handled'; action: HandledAction; commandTag: string };
+
+export interface PolicyOptions {
+  /** Query strings longer than this many UTF-8 bytes are refused (54000) before parsing. */
+  maxStatementBytes: number;
+  /** Analyses kept in the LRU cache (default 5000). 0 disables the cache. */
+  cacheSize?: number;
+  /**
+   * Query strings of at least this many bytes are parsed in a worker thread so they do not stall
+   * the event loop (default 8 KiB). `Infinity` keeps everything on the calling thread.
+   */
+  workerThresholdBytes?: number;
+}
+
+export interface Policy {
+  /**
+   * Decides a whole query string (it may hold several statements). Returns the Decision itself
+   * when it can be made on the calling thread (cached, or small enough to parse at once: the hot
+   * path) and a Promise only when a large string is parsed in the worker thread.
+   */
+  decide(sql: string, rights: Rights, session: Session): Decision | Promise<Decision>;
+  /** Stops the parse worker, if one was started. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,150 @@
+/**
+ * Client authentication on the wire: the password is an API key of the user named in the
+ * startup packet.
+ *
+ * SCRAM-SHA-256: every user has one salt and iteration count shared by all its keys, and each key
+ * has its own verifier (StoredKey, ServerKey) computed when the key was made. The server sends
+ * the user's salt before it knows which key the client holds, then checks the client's proof
+ * against each live key's StoredKey; the first that matches is the key used. No key, and no
+ * hash that could be replayed as one, ever crosses the wire.
+ *
+ * Cleartext: the key itself, only over TLS (or on loopback when configured), checked like a
+ * REST bearer key.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ControlPlane, Principal } from '../control/control-plane.js';
+import { PgError, SqlState } from '../shared/errors.js';
+import { hmac, proofMatches, scramAttributes, serverSignature, SCRAM_ITERATIONS } from '../shared/scram.js';
+import {
+  FrontendCode,
+  buildAuthenticationCleartextPassword,
+  buildAuthenticationOk,
+  buildAuthenticationSasl,
+  buildAuthenticationSaslContinue,
+  buildAuthenticationSaslFinal,
+  decodePassword,
+  type PasswordPhase,
+} from './codec/index.js';
+import type { FrameQueue } from './frame-queue.js';
+
+export interface AuthOptions {
+  control: ControlPlane;
+  method: 'scram-sha-256' | 'password';
+  /** Server secret: derives a stable fake salt for unknown users, so they look like real ones. */
+  secret: string;
+  throttle: FailureThrottle;
+}
+
+export function authFailed(user: string): PgError {
+  return new PgError(SqlState.InvalidPassword, `password authentication failed for user "${user}"`, {
+    severity: 'FATAL',
+    hint: 'the password is an API key of this user (repobase key create <user>, or POST /api/v1beta/keys/)',
+  });
+}
+
+async function readPassword(queue: FrameQueue, phase: PasswordPhase) {
+  const { code, frame } = await queue.next();
+  if (code !== FrontendCode.Password) {
+    throw new PgError(SqlState.ProtocolViolation, `expected a password message, got message type "${String.fromCharCode(code)}"`, { severity: 'FATAL' });
+  }
+  return decodePassword(frame, phase);
+}
+
+async function scram(queue: FrameQueue, write: (b: Buffer) => void, user: string, opts: AuthOptions): Promise<Principal> {
+  write(buildAuthenticationSasl(['SCRAM-SHA-256']));
+  const first = await readPassword(queue, 'sasl_initial');
+  if (first.kind !== 'sasl_initial_response' || first.mechanism !== 'SCRAM-SHA-256' || !first.data) {
+    throw new PgError(SqlState.ProtocolViolation, 'client selected an invalid SASL authentication mechanism', { severity: 'FATAL' });
+  }
+  const clientFirst = first.data.toString('utf8');
+  const gs2 = /^([ny]),[^,]*,/.exec(clientFirst);
+  if (!gs2) {
+    throw new PgError(SqlState.ProtocolViolation, 'malformed SCRAM message: channel binding is not offered here', { severity: 'FATAL' });
+  }
+  const clientFirstBare = clientFirst.slice(gs2[0].length);
+  const clientNonce = scramAttributes(clientFirstBare).get('r');
+  if (!clientNonce) throw new PgError(SqlState.ProtocolViolation, 'malformed SCRAM message: no nonce', { severity: 'FATAL' });
+
+  const creds = (await opts.control.scramCredentials(user)) ?? {
+    salt: hmac(Buffer.from(opts.secret), `fake-salt:${user}`).subarray(0, 16),
+    iterations: SCRAM_ITERATIONS,
+    keys: [],
+  };
+  const nonce = clientNonce + randomBytes(18).toString('base64');
+  const serverFirst = `r=${nonce},s=${creds.salt.toString('base64')},i=${creds.iterations}`;
+  write(buildAuthenticationSaslContinue(Buffer.from(serverFirst)));
+
+  const final = await readPassword(queue, 'sasl');
+  if (final.kind !== 'sasl_response') throw authFailed(user);
+  const clientFinal = final.data.toString('utf8');
+  const proofAt = clientFinal.lastIndexOf(',p=');
+  const attrs = scramAttributes(clientFinal);
+  if (proofAt < 0 || attrs.get('r') !== nonce || attrs.get('c') !== Buffer.from(gs2[0]).toString('base64')) {
+    throw new PgError(SqlState.ProtocolViolation, 'malformed SCRAM message: nonce or channel binding mismatch', { severity: 'FATAL' });
+  }
+  const authMessage = `${clientFirstBare},${serverFirst},${clientFinal.slice(0, proofAt)}`;
+  const proof = Buffer.from(clientFinal.slice(proofAt + 3), 'base64');
+  const key = creds.keys.find((k) => proofMatches(k.storedKey, authMessage, proof));
+  if (!key) throw authFailed(user);
+  write(buildAuthenticationSaslFinal(Buffer.from(`v=${serverSignature(key.serverKey, authMessage).toString('base64')}`)));
+  opts.control.recordKeyUse(key.id);
+  return { user, keyId: key.id };
+}
+
+async function cleartext(queue: FrameQueue, write: (b: Buffer) => void, user: string, opts: AuthOptions): Promise<Principal> {
+  write(buildAuthenticationCleartextPassword());
+  const msg = await readPassword(queue, 'password');
+  if (msg.kind !== 'password') throw authFailed(user);
+  try {
+    const principal = await opts.control.authenticate(msg.password);
+    if (principal.user === user) return principal;
+  } catch (err: unknown) {
+    if (!(err instanceof PgError) || err.code !== SqlState.InvalidPassword) throw err;
+  }
+  throw authFailed(user);
+}
+
+/**
+ * Runs the password exchange for `user`; resolves to the principal after AuthenticationOk was
+ * written, or rejects with a FATAL PgError (28P01 after a delay that grows with the failures of
+ * this source address).
+ */
+export async function authenticateClient(
+  queue: FrameQueue,
+  write: (b: Buffer) => void,
+  user: string,
+  address: string,
+  opts: AuthOptions,
+): Promise<Principal> {
+  try {
+    const principal = opts.method === 'scram-sha-256' ? await scram(queue, write, user, opts) : await cleartext(queue, write, user, opts);
+    write(buildAuthenticationOk());
+    opts.throttle.succeeded(address);
+    return principal;
+  } catch (err: unknown) {
+    if (err instanceof PgError && err.code === SqlState.InvalidPassword) await opts.throttle.failed(address);
+    throw err;
+  }
+}
+
+/**
+ * Slows down password guessing: each failure from an address doubles the wait before its next
+ * failure is answered (100 ms … 5 s); a success or 15 quiet minutes reset it.
+ */
+export class FailureThrottle {
+  private readonly failures = new Map<string, { count: number; last: number }>();
+
+  async failed(address: string): Promise<void> {
+    const now = Date.now();
+    const prev = this.failures.get(address);
+    const count = prev && now - prev.last < 15 * 60_000 ? prev.count + 1 : 1;
+    if (this.failures.size > 100_000) this.failures.clear();
+    this.failures.set(address, { count, last: now });
+    const delay = Math.min(5_000, 100 * 2 ** (count - 1));
+    await new Promise((r) => setTimeout(r, delay));
+  }
+
+  succeeded(address: string): void {
+    this.failures.delete(address);
+  }
+}

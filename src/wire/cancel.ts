@@ -1,0 +1,49 @@
+/**
+ * Cancel routing. Each client gets the proxy's own BackendKeyData (process id, secret); a
+ * CancelRequest carrying them is forwarded to the upstream backend of that client's session,
+ * with the upstream's key. Unknown or wrong keys are ignored, as Postgres does.
+ */
+import { randomInt, timingSafeEqual } from 'node:crypto';
+import { connect } from 'node:net';
+import { buildCancelRequest } from './codec/index.js';
+
+interface Target {
+  secret: number;
+  upstream: () => { host: string; port: number; processId: number; secretKey: number } | undefined;
+}
+
+export class CancelRegistry {
+  private readonly targets = new Map<number, Target>();
+  private next = randomInt(1, 2 ** 30);
+
+  /** Registers a client; returns the key to send it. */
+  register(upstream: Target['upstream']): { processId: number; secretKey: number } {
+    do {
+      this.next = this.next >= 2 ** 31 - 1 ? 1 : this.next + 1;
+    } while (this.targets.has(this.next));
+    const key = { processId: this.next, secretKey: randomInt(-(2 ** 31), 2 ** 31) };
+    this.targets.set(key.processId, { secret: key.secretKey, upstream });
+    return key;
+  }
+
+  unregister(processId: number): void {
+    this.targets.delete(processId);
+  }
+
+  /** Forwards a cancel for (processId, secretKey) if it matches a live client; resolves when sent. */
+  cancel(processId: number, secretKey: number): Promise<boolean> {
+    const target = this.targets.get(processId);
+    const a = Buffer.alloc(4);
+    const b = Buffer.alloc(4);
+    a.writeInt32BE(secretKey);
+    b.writeInt32BE(target?.secret ?? ~secretKey);
+    const up = target && timingSafeEqual(a, b) ? target.upstream() : undefined;
+    if (!up) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const socket = connect({ host: up.host, port: up.port }, () => socket.end(buildCancelRequest(up.processId, up.secretKey)));
+      socket.on('close', () => resolve(true));
+      socket.on('error', () => resolve(false));
+      socket.setTimeout(5_000, () => socket.destroy());
+    });
+  }
+}

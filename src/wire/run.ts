@@ -1,0 +1,38 @@
+/**
+ * Batches frames bound for one socket: consecutive frames that lie back to back in the same
+ * received chunk become one view and one `write`, so relaying a chunk of N unchanged messages
+ * costs one write, not N.
+ */
+import type { Socket } from 'node:net';
+
+export class Run {
+  private buffer: ArrayBufferLike | undefined;
+  private start = 0;
+  private end = 0;
+
+  constructor(private readonly socket: Socket) {}
+
+  /** Queues `frame` (a view into a received chunk) after everything queued before. */
+  add(frame: Buffer): void {
+    if (this.buffer === frame.buffer && this.end === frame.byteOffset) {
+      this.end += frame.length;
+      return;
+    }
+    this.flush();
+    this.buffer = frame.buffer;
+    this.start = frame.byteOffset;
+    this.end = frame.byteOffset + frame.length;
+  }
+
+  /** Writes what is queued, then `frame` (one the proxy built). */
+  write(frame: Buffer): void {
+    this.flush();
+    if (!this.socket.destroyed) this.socket.write(frame);
+  }
+
+  flush(): void {
+    if (this.buffer === undefined) return;
+    if (!this.socket.destroyed) this.socket.write(Buffer.from(this.buffer, this.start, this.end - this.start));
+    this.buffer = undefined;
+  }
+}

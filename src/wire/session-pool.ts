@@ -1,0 +1,147 @@
+/**
+ * Upstream sessions per (role, startup parameters), reused across client connections after
+ * `DISCARD ALL` — session pooling, as PgBouncer's session mode: a client holds one upstream
+ * session from login to disconnect. Idle sessions close after `idleMs`.
+ */
+import { PgError, SqlState } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from './codec/index.js';
+import { openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './upstream-session.js';
+
+interface Idle {
+  session: UpstreamSession;
+  since: number;
+}
+
+export interface SessionPoolOptions {
+  /** Login settings of a role's upstream session. */
+  target(role: string): UpstreamTarget;
+  /** Sessions per role, busy and idle together. */
+  maxPerRole: number;
+  idleMs: number;
+  log: Logger;
+}
+
+const DISCARD = buildQuery('DISCARD ALL');
+
+export class SessionPool {
+  private readonly idle = new Map<string, Idle[]>();
+  private readonly count = new Map<string, number>();
+  private readonly gone = new WeakSet<UpstreamSession>();
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly opts: SessionPoolOptions) {
+    this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
+    this.sweeper.unref();
+  }
+
+  private key(role: string, params: Readonly<Record<string, string>>): string {
+    return role + '\0' + JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+
+  /** An idle session with exactly these startup parameters, or a new one. */
+  async acquire(role: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+    const key = this.key(role, params);
+    const list = this.idle.get(key);
+    while (list && list.length > 0) {
+      const { session } = list.pop()!;
+      if (!session.socket.destroyed) return session;
+      this.forget(role, session);
+    }
+    const n = this.count.get(role) ?? 0;
+    if (n >= this.opts.maxPerRole) {
+      throw new PgError(SqlState.TooManyConnections, `too many connections for user "${role}" (at most ${this.opts.maxPerRole})`, {
+        hint: 'close idle connections, or raise REPOBASE_PG_SESSIONS_PER_USER',
+      });
+    }
+    this.count.set(role, n + 1);
+    try {
+      return await openUpstreamSession(this.opts.target(role), params);
+    } catch (err: unknown) {
+      this.decrement(role);
+      throw err;
+    }
+  }
+
+  /**
+   * Gives a session back. Only a session outside any transaction, with nothing in flight, may
+   * be reused; it is reset with DISCARD ALL first. Anything else is closed.
+   */
+  release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, clean: boolean): void {
+    if (!clean || this.closed || session.socket.destroyed || session.status !== 'I') {
+      this.destroy(role, session);
+      return;
+    }
+    const socket = session.socket;
+    let ok = true;
+    const onData = (chunk: Buffer) => {
+      try {
+        session.reader.push(chunk, (code, frame) => {
+          if (code === BackendCode.ErrorResponse) ok = false;
+          if (code !== BackendCode.ReadyForQuery) return;
+          session.status = decodeReadyForQuery(frame);
+          socket.off('data', onData);
+          socket.off('close', onClose);
+          if (!ok || session.status !== 'I') return this.destroy(role, session);
+          const key = this.key(role, params);
+          const list = this.idle.get(key) ?? [];
+          list.push({ session, since: Date.now() });
+          this.idle.set(key, list);
+        });
+      } catch {
+        this.destroy(role, session);
+      }
+    };
+    const onClose = () => this.forget(role, session);
+    socket.on('data', onData);
+    socket.once('close', onClose);
+    socket.write(DISCARD);
+  }
+
+  private destroy(role: string, session: UpstreamSession): void {
+    if (!session.socket.destroyed) {
+      session.socket.end(buildTerminate());
+      session.socket.destroy();
+    }
+    this.forget(role, session);
+  }
+
+  /** Stops counting `session` against its role (once, however many paths report it gone). */
+  private forget(role: string, session: UpstreamSession): void {
+    if (this.gone.has(session)) return;
+    this.gone.add(session);
+    this.decrement(role);
+  }
+
+  private decrement(role: string): void {
+    const n = (this.count.get(role) ?? 1) - 1;
+    if (n <= 0) this.count.delete(role);
+    else this.count.set(role, n);
+  }
+
+  private sweep(): void {
+    const cutoff = Date.now() - this.opts.idleMs;
+    for (const [key, list] of this.idle) {
+      const role = key.slice(0, key.indexOf('\0'));
+      const keep = list.filter((i) => {
+        if (i.since >= cutoff && !i.session.socket.destroyed) return true;
+        this.destroy(role, i.session);
+        return false;
+      });
+      if (keep.length) this.idle.set(key, keep);
+      else this.idle.delete(key);
+    }
+  }
+
+  /** Closes every idle session; sessions in use close when released. */
+  close(): void {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    for (const [key, list] of this.idle) {
+      const role = key.slice(0, key.indexOf('\0'));
+      for (const i of list) this.destroy(role, i.session);
+    }
+    this.idle.clear();
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * A raw protocol session to the upstream Postgres, logged in as the user's own role. The relay
+ * forwards client frames onto its socket unchanged, so it speaks the protocol itself rather
+ * than through a driver.
+ */
+import { randomBytes } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
+import { PgError, SqlState } from '../shared/errors.js';
+import { clientProof, saltedPassword, scramAttributes, serverSignature, hmac } from '../shared/scram.js';
+import {
+  BackendCode,
+  FrameReader,
+  buildPasswordMessage,
+  buildSaslInitialResponse,
+  buildSaslResponse,
+  buildStartupMessage,
+  decodeAuthentication,
+  decodeBackendKeyData,
+  decodeErrorResponse,
+  decodeParameterStatus,
+  decodeReadyForQuery,
+  type TransactionStatus,
+} from './codec/index.js';
+
+export interface UpstreamTarget {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  password: string;
+}
+
+export interface UpstreamSession {
+  readonly socket: Socket;
+  readonly reader: FrameReader;
+  /** ParameterStatus values of the login, in arrival order (replayed to each client). */
+  readonly parameters: ReadonlyMap<string, string>;
+  readonly processId: number;
+  readonly secretKey: number;
+  readonly host: string;
+  readonly port: number;
+  status: TransactionStatus;
+}
+
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** Salted passwords are costly (PBKDF2); the role password and salt rarely change. */
+const saltedCache = new Map<string, Buffer>();
+
+function salted(password: string, salt: Buffer, iterations: number): Buffer {
+  const key = `${iterations}:${salt.toString('base64')}:${hmac(Buffer.from('cache'), password).toString('base64')}`;
+  let value = saltedCache.get(key);
+  if (!value) {
+    if (saltedCache.size > 10_000) saltedCache.clear();
+    value = saltedPassword(password, salt, iterations);
+    saltedCache.set(key, value);
+  }
+  return value;
+}
+
+function unavailable(target: UpstreamTarget, reason: string): PgError {
+  return new PgError(SqlState.ConnectionFailure, `upstream Postgres unavailable: ${reason}`, {
+    detail: `connecting to ${target.host}:${target.port} as role "${target.user}"`,
+  });
+}
+
+/**
+ * Opens a session: StartupMessage with `params`, SCRAM-SHA-256 (or cleartext/none, as the
+ * server asks), then ParameterStatus and BackendKeyData up to the first ReadyForQuery.
+ */
+export function openUpstreamSession(target: UpstreamTarget, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: target.host, port: target.port, noDelay: true });
+    const reader = new FrameReader({ source: 'backend' });
+    const parameters = new Map<string, string>();
+    let processId = 0;
+    let secretKey = 0;
+    let clientFirstBare = '';
+    let clientNonce = '';
+    let authMessage = '';
+    let saltedPw: Buffer | undefined;
+    let done = false;
+
+    const fail = (err: PgError) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      reject(err);
+    };
+    const timer = setTimeout(() => fail(unavailable(target, `no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+    socket.on('error', (err) => fail(unavailable(target, err.message)));
+    socket.on('close', () => fail(unavailable(target, 'the connection closed during login')));
+
+    const onFrame = (code: number, frame: Buffer) => {
+      switch (code) {
+        case BackendCode.Authentication: {
+          const auth = decodeAuthentication(frame);
+          switch (auth.kind) {
+            case 'ok':
+              return;
+            case 'cleartext_password':
+              socket.write(buildPasswordMessage(target.password));
+              return;
+            case 'sasl': {
+              if (!auth.mechanisms.includes('SCRAM-SHA-256')) throw unavailable(target, `unsupported SASL mechanisms ${auth.mechanisms.join(', ')}`);
+              clientNonce = randomBytes(18).toString('base64');
+              clientFirstBare = `n=,r=${clientNonce}`;
+              socket.write(buildSaslInitialResponse('SCRAM-SHA-256', Buffer.from(`n,,${clientFirstBare}`)));
+              return;
+            }
+            case 'sasl_continue': {
+              const serverFirst = auth.data.toString('utf8');
+              const attrs = scramAttributes(serverFirst);
+              const nonce = attrs.get('r') ?? '';
+              const salt = Buffer.from(attrs.get('s') ?? '', 'base64');
+              const iterations = Number(attrs.get('i'));
+              if (!nonce.startsWith(clientNonce) || !Number.isInteger(iterations) || iterations < 1) throw unavailable(target, 'invalid SCRAM server-first-message');
+              const clientFinalWithoutProof = `c=biws,r=${nonce}`;
+              authMessage = `${clientFirstBare},${serverFirst},${clientFinalWithoutProof}`;
+              saltedPw = salted(target.password, salt, iterations);
+              const proof = clientProof(saltedPw, authMessage).toString('base64');
+              socket.write(buildSaslResponse(Buffer.from(`${clientFinalWithoutProof},p=${proof}`)));
+              return;
+            }
+            case 'sasl_final': {
+              const expected = serverSignature(hmac(saltedPw!, 'Server Key'), authMessage).toString('base64');
+              if (scramAttributes(auth.data.toString('utf8')).get('v') !== expected) throw unavailable(target, 'the server failed SCRAM verification');
+              return;
+            }
+            default:
+              throw unavailable(target, `unsupported authentication request ${auth.kind}`);
+          }
+        }
+        case BackendCode.ParameterStatus: {
+          const p = decodeParameterStatus(frame);
+          parameters.set(p.name, p.value);
+          return;
+        }
+        case BackendCode.BackendKeyData: {
+          const k = decodeBackendKeyData(frame);
+          processId = k.processId;
+          secretKey = k.secretKey;
+          return;
+        }
+        case BackendCode.ErrorResponse:
+          throw decodeErrorResponse(frame);
+        case BackendCode.NoticeResponse:
+        case BackendCode.NegotiateProtocolVersion:
+          return;
+        case BackendCode.ReadyForQuery: {
+          done = true;
+          clearTimeout(timer);
+          socket.removeAllListeners('data');
+          socket.removeAllListeners('close');
+          socket.removeAllListeners('error');
+          // Errors surface as 'close' to whoever holds the session; an unheard 'error' would crash the process.
+          socket.on('error', () => undefined);
+          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame) });
+          return;
+        }
+        default:
+          throw unavailable(target, `unexpected message ${String.fromCharCode(code)} during login`);
+      }
+    };
+
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        reader.push(chunk, onFrame);
+      } catch (err: unknown) {
+        fail(err instanceof PgError ? err : unavailable(target, String(err)));
+      }
+    });
+    socket.write(buildStartupMessage({ ...params, user: target.user, database: target.database }));
+  });
+}
