@@ -7,9 +7,13 @@ import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
 import type { Logger } from './shared/logger.js';
 import { openCluster } from './upstream/cluster.js';
+import { createPolicy } from './policy/index.js';
+import { startWireServer } from './wire/server.js';
 
 export interface Service {
   readonly httpUrl: string;
+  /** Port of the Postgres wire front end. */
+  readonly pgPort: number;
   readonly control: ControlPlane;
   /** Stops the front ends, then the control plane, then (if started here) Postgres. */
   stop(): Promise<void>;
@@ -33,6 +37,12 @@ export async function startService(config: Config, log: Logger): Promise<Service
   try {
     const control = await ControlPlane.open(cluster, log, { listen: true });
     cleanup.push(() => control.close());
+    const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
+    cleanup.push(() => policy.close());
+    const wire = await startWireServer({ config, cluster, control, policy, log }).catch((err: unknown) => {
+      throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
+    });
+    cleanup.push(() => wire.close());
     const app = await buildApp({ config, control, log });
     await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
       throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');
@@ -41,7 +51,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.httpPort;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    return { httpUrl: `http://${host}:${port}`, control, stop };
+    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, control, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

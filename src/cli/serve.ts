@@ -9,7 +9,17 @@ export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
     const config = configOf(cmd);
     const log = createLogger(config.logLevel);
     const service = await startService(config, log);
-    ctx.out(`repobase is running\n  REST API:   ${service.httpUrl}/api/v1beta/\n  health:     ${service.httpUrl}/healthz\n  create a user: repobase user create <name>\n`);
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    ctx.out(
+      [
+        'repobase is running',
+        `  REST API:  ${service.httpUrl}/api/v1beta/`,
+        `  Postgres:  postgresql://<user>:<API_KEY>@${host}:${service.pgPort}/${config.serviceDatabase}?sslmode=require`,
+        `  health:    ${service.httpUrl}/healthz`,
+        '  a user and its first API key: repobase user create <name>',
+        '',
+      ].join('\n'),
+    );
     await new Promise<void>((resolve) => {
       let stopping = false;
       const onSignal = (signal: NodeJS.Signals) => {

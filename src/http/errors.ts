@@ -1,0 +1,133 @@
+/**
+ * The one error path of the HTTP front end: anything thrown becomes a PgError, its HTTP status
+ * comes from its SQLSTATE (a few exact codes, then the class; never the message text), and the
+ * body is `{"error":{code,message,detail,hint,position},"query_string"}`. Errors that are not
+ * PgErrors are logged with their stack and answered as `XX000 internal error`.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { PgError, SqlState } from '../shared/errors.js';
+
+/** Codes whose status differs from their class's. */
+const BY_CODE: Readonly<Record<string, number>> = {
+  [SqlState.InsufficientPrivilege]: 403,
+  [SqlState.InvalidSchemaName]: 404, // 3F000: unknown repo
+  [SqlState.UndefinedTable]: 404, // 42P01
+  [SqlState.UndefinedObject]: 404, // 42704: unknown user, key, collaborator
+  [SqlState.InvalidCatalogName]: 404, // 3D000
+  [SqlState.QueryCanceled]: 504, // 57014: statement timeout
+  '53400': 429, // configuration_limit_exceeded: the per-key rate limit
+  // Duplicates are conflicts, whatever class they sit in.
+  '42701': 409,
+  '42710': 409,
+  '42712': 409,
+  '42723': 409,
+  '42P03': 409,
+  '42P04': 409,
+  '42P05': 409,
+  '42P06': 409,
+  '42P07': 409,
+};
+
+/** Status by the first two characters of the SQLSTATE. */
+const BY_CLASS: Readonly<Record<string, number>> = {
+  '0A': 400, // feature not supported (here: for this statement)
+  '0L': 403, // invalid grantor
+  '0P': 403, // invalid role specification
+  '08': 503, // upstream connection
+  '21': 400, // cardinality
+  '22': 400, // data
+  '23': 409, // integrity constraints
+  '24': 400, // cursor state
+  '25': 409, // transaction state
+  '26': 400, // prepared statement name
+  '28': 401, // authorization: no or bad API key
+  '2B': 409, // dependent objects still exist
+  '2F': 400, // SQL routine
+  '34': 400, // cursor name
+  '38': 400, // external routine
+  '39': 400, // external routine invocation
+  '3B': 400, // savepoint
+  '3F': 404, // schema
+  '40': 409, // serialization failure, deadlock: retry
+  '42': 400, // syntax and access rule
+  '44': 409, // WITH CHECK OPTION
+  '53': 503, // insufficient resources upstream
+  '54': 413, // program limit: too large
+  '55': 409, // object not in prerequisite state (locks)
+  '57': 503, // operator intervention: shutdown, cannot connect now
+  P0: 400, // PL/pgSQL RAISE in a user's function
+};
+
+/** HTTP status of a SQLSTATE; 500 for everything not listed. */
+export function statusForSqlState(code: string): number {
+  return BY_CODE[code] ?? BY_CLASS[code.slice(0, 2)] ?? 500;
+}
+
+/** Fastify's own errors (validation, body limits, parsing) as PgErrors, by their error code. */
+function fromFastifyError(err: FastifyError): PgError | undefined {
+  if (err.validation) return new PgError(SqlState.InvalidParameterValue, `invalid request: ${err.message}`);
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PgError(SqlState.ProgramLimitExceeded, 'request body too large', { hint: 'the server limit is set by httpBodyLimitBytes' });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new PgError(SqlState.InvalidParameterValue, 'unsupported content type', { hint: 'send the body as application/json' });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new PgError(SqlState.InvalidTextRepresentation, 'request body is not valid JSON');
+    default:
+      // JSON.parse failures of the body parser carry status 400 but no code of their own.
+      if (err instanceof SyntaxError && err.statusCode === 400) return new PgError(SqlState.InvalidTextRepresentation, 'request body is not valid JSON');
+      return undefined;
+  }
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; detail: string | null; hint: string | null; position: number | null };
+  query_string?: string;
+}
+
+/** The JSON error object; also written at the end of a result that failed mid-stream. */
+export function errorObject(err: PgError): ErrorBody['error'] {
+  return { code: err.code, message: err.message, detail: err.detail ?? null, hint: err.hint ?? null, position: err.position ?? null };
+}
+
+/** The query the request carried, echoed in error bodies of `POST /query/`. */
+export function queryStringOf(req: FastifyRequest): string | undefined {
+  const body = req.body as { query_string?: unknown } | undefined | null;
+  return typeof body?.query_string === 'string' ? body.query_string : undefined;
+}
+
+/** What a client sees of `err`, and the status; non-PgErrors become XX000 and are logged here. */
+export function publicError(err: unknown, req: FastifyRequest): { status: number; error: PgError } {
+  const pgErr = err instanceof PgError ? err : typeof err === 'object' && err !== null && 'code' in err ? fromFastifyError(err as FastifyError) : undefined;
+  const status = pgErr ? statusForSqlState(pgErr.code) : 500;
+  if (!pgErr || status === 500) {
+    req.log.error({ err }, 'internal error');
+    return { status: 500, error: new PgError(SqlState.InternalError, 'internal error', { detail: `request id ${req.id}` }) };
+  }
+  if (status >= 500) req.log.warn({ err: pgErr.toJSON() }, 'request failed');
+  else req.log.debug({ err: pgErr.toJSON() }, 'request refused');
+  return { status, error: pgErr };
+}
+
+/** RFC 6750 challenge: no credentials → just the scheme; rejected credentials → invalid_token. */
+function challenge(code: string): string {
+  return code === SqlState.InvalidAuthorizationSpecification ? 'Bearer realm="repobase"' : 'Bearer realm="repobase", error="invalid_token"';
+}
+
+function sendError(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { status, error } = publicError(err, req);
+  if (status === 401) reply.header('www-authenticate', challenge(error.code));
+  const body: ErrorBody = { error: errorObject(error) };
+  const query = queryStringOf(req);
+  if (query !== undefined) body.query_string = query;
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+/** Installs the error and not-found handlers on `app` (and so on every plugin inside it). */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, req, reply) => sendError(err, req, reply));
+  app.setNotFoundHandler((req, reply) =>
+    sendError(new PgError(SqlState.UndefinedObject, `no such endpoint: ${req.method} ${req.url.split('?')[0] ?? ''}`, { hint: 'see /api/docs' }), req, reply),
+  );
+}

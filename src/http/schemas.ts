@@ -1,0 +1,113 @@
+/**
+ * TypeBox schemas of the REST API: each is at once the request validation, the TypeScript type
+ * of the handler's input and output, and the OpenAPI document (`/api/openapi.json`).
+ */
+import Type, { type Static, type TSchema } from 'typebox';
+
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+/** The body of every error answer; shared by all routes through the `4xx`/`5xx` responses. */
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: 'SQLSTATE, e.g. 42501', pattern: '^[0-9A-Z]{5}$' }),
+      message: Type.String(),
+      detail: Nullable(Type.String()),
+      hint: Nullable(Type.String()),
+      position: Nullable(Type.Integer({ description: '1-based character position in query_string' })),
+    }),
+    query_string: Type.Optional(Type.String({ description: 'the query of a failed POST /query/' })),
+  },
+  { $id: 'Error', description: 'An error; the HTTP status follows the SQLSTATE class' },
+);
+
+export const RepoName = Type.String({
+  pattern: '^[A-Za-z0-9_.-]{1,100}$',
+  description: 'repo name: 1–100 letters, digits, _, - and .',
+});
+export const UserName = Type.String({ pattern: '^[a-z][a-z0-9_]{1,38}$', description: 'user name' });
+
+export const Repo = Type.Object(
+  {
+    name: Type.String({ description: '<owner>/<repo>, also the schema name in SQL' }),
+    owner: Type.String(),
+    repo: Type.String(),
+    is_private: Type.Boolean(),
+    description: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Repo' },
+);
+export type Repo = Static<typeof Repo>;
+
+export const RepoDetail = Type.Object(
+  {
+    ...Repo.properties,
+    tables: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        columns: Type.Array(Type.Object({ name: Type.String(), type: Type.String({ description: 'e.g. BIGINT, NUMERIC(10,2), TEXT[]' }) })),
+      }),
+    ),
+  },
+  { $id: 'RepoDetail' },
+);
+
+export const RepoList = Type.Object({ repos: Type.Array(Repo) });
+
+export const CreateRepo = Type.Object({
+  name: Type.String({
+    pattern: '^(?:[a-z][a-z0-9_]{1,38}/)?[A-Za-z0-9_.-]{1,100}$',
+    description: 'repo name, or <your user>/<repo>; it is created in your own namespace',
+  }),
+  is_private: Type.Optional(Type.Boolean({ default: true })),
+  description: Type.Optional(Type.String({ default: '', maxLength: 10_000 })),
+});
+
+export const UpdateRepo = Type.Object(
+  {
+    is_private: Type.Optional(Type.Boolean()),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+  },
+  { minProperties: 1 },
+);
+
+export const RepoParams = Type.Object({ owner: UserName, repo: RepoName });
+export const CollaboratorParams = Type.Object({ owner: UserName, repo: RepoName, user: UserName });
+
+export const Permission = Type.Union([Type.Literal('read'), Type.Literal('write')]);
+export const SetCollaborator = Type.Object({ permission: Permission });
+export const Collaborator = Type.Object({ user: Type.String(), permission: Permission });
+export const CollaboratorList = Type.Object({ collaborators: Type.Array(Collaborator) });
+
+export const KeyInfo = Type.Object({
+  id: Type.String({ description: 'public key id, used to revoke it' }),
+  prefix: Type.String({ description: 'rb_<id>: how the key starts' }),
+  created_at: Type.String({ format: 'date-time' }),
+  last_used_at: Nullable(Type.String({ format: 'date-time' })),
+});
+export const KeyList = Type.Object({ keys: Type.Array(KeyInfo) });
+export const NewKey = Type.Object({
+  id: Type.String(),
+  prefix: Type.String(),
+  key: Type.String({ description: 'the whole API key; shown this once, never stored' }),
+});
+export const KeyParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]{12}$' }) });
+
+export const QueryRequest = Type.Object({
+  query_string: Type.String({ description: 'one SQL statement' }),
+});
+
+export const QueryResult = Type.Object({
+  query_string: Type.String(),
+  fields: Type.Record(Type.String(), Type.String(), {
+    description: 'column name → SQL type (BIGINT, TEXT, NUMERIC(10,2), TEXT[]); repeated names get _2, _3…',
+  }),
+  data: Type.Array(Type.Array(Type.Unknown()), {
+    description: 'one array per row, in column order: numbers with the digits Postgres printed, true/false, null, embedded json, arrays; everything else as text',
+  }),
+  command: Nullable(Type.String({ description: 'command tag: SELECT, INSERT, CREATE TABLE… (null if the result was truncated)' })),
+  row_count: Nullable(Type.Integer({ description: 'count of the command tag; null for commands without one' })),
+  truncated: Type.Optional(Type.Literal(true, { description: 'present when the row cap (maxResultRows) cut the result' })),
+  error: Type.Optional(ErrorBody.properties.error),
+});
