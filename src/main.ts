@@ -7,6 +7,7 @@ import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
 import type { Logger } from './shared/logger.js';
 import { openCluster } from './upstream/cluster.js';
+import { RolePools } from './upstream/role-pools.js';
 import { createPolicy } from './policy/index.js';
 import { startWireServer } from './wire/server.js';
 
@@ -43,7 +44,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
       throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
     });
     cleanup.push(() => wire.close());
-    const app = await buildApp({ config, control, log });
+    const pools = new RolePools({ cluster, config, log });
+    cleanup.push(() => pools.close());
+    const app = await buildApp({ config, control, log, policy, pools });
     await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
       throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');
     });

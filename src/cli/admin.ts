@@ -11,6 +11,8 @@ import { createLogger } from '../shared/logger.js';
 import { openCluster } from '../upstream/cluster.js';
 import { UsageError, type CliContext, type ConfigOf } from './context.js';
 import { formatTable } from './table.js';
+import { createRepoViaApi, withClientOptions } from './client.js';
+import { clientKey, type ClientOptions } from './client-http.js';
 
 async function withControl<T>(ctx: CliContext, config: Config, fn: (control: ControlPlane) => Promise<T>): Promise<T> {
   // Logs go to stderr so stdout carries only the command's output (a key, a table).
@@ -99,16 +101,19 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
     });
 
   const repo = new Command('repo').description('manage repos');
-  repo
-    .command('create <repo>')
-    .description('create repo <user>/<repo> (private unless --public)')
-    .option('--public', 'readable by every user')
-    .option('--description <text>', 'description', '')
-    .action(async (text: string, opts: { public?: boolean; description: string }, cmd: Command) => {
-      const ref = checkRepoRef(text);
-      const info = await withControl(ctx, configOf(cmd), (c) => c.createRepo(ref, { isPrivate: !opts.public, description: opts.description }));
-      ctx.out(`${info.name}\n`);
-    });
+  withClientOptions(
+    repo
+      .command('create <repo>')
+      .description('create repo <user>/<repo> (private unless --public); through the REST API when a key is given, else on the control plane directly')
+      .option('--public', 'readable by every user')
+      .option('--description <text>', 'description', ''),
+  ).action(async (text: string, opts: ClientOptions & { public?: boolean; description: string }, cmd: Command) => {
+    const ref = checkRepoRef(text);
+    // A key means a user acting through the server; without one, the operator on the control plane.
+    if (clientKey(ctx, opts)) return createRepoViaApi(ctx, opts, ref, !opts.public, opts.description);
+    const info = await withControl(ctx, configOf(cmd), (c) => c.createRepo(ref, { isPrivate: !opts.public, description: opts.description }));
+    ctx.out(`${info.name}\n`);
+  });
 
   return [user, key, repo];
 }

@@ -6,6 +6,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { configKeys, ConfigSchema, envName, flagName, loadConfig, type Config, type ConfigKey } from '../shared/config.js';
 import { isPgError } from '../shared/errors.js';
 import { adminCommands } from './admin.js';
+import { clientCommands } from './client.js';
 import { serveCommand } from './serve.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -33,7 +34,7 @@ export function buildProgram(ctx: CliContext): Command {
     .showHelpAfterError();
   addConfigFlags(program);
   const config = (cmd: Command) => configFrom(cmd);
-  for (const cmd of [serveCommand(ctx, config), ...adminCommands(ctx, config)]) {
+  for (const cmd of [serveCommand(ctx, config), ...adminCommands(ctx, config), ...clientCommands(ctx)]) {
     program.addCommand(cmd);
   }
   for (const cmd of program.commands) {

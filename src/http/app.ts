@@ -1,24 +1,59 @@
 /**
- * The HTTP front end: fastify with the service's logger. Routes of the REST API register here.
+ * The HTTP front end: fastify with the service's logger, TypeBox schemas, the one error handler,
+ * the OpenAPI document (`/api/openapi.json`, docs at `/api/docs`) and the REST API under
+ * `/api/v1beta`.
  */
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ControlPlane } from '../control/control-plane.js';
+import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
+import { TypeCatalog } from '../upstream/query-types.js';
+import type { RolePools } from '../upstream/role-pools.js';
+import { api } from './api.js';
+import { installErrorHandling } from './errors.js';
 import { healthRoutes } from './routes/health.js';
 
 export interface AppDeps {
   config: Config;
   control: ControlPlane;
   log: Logger;
+  policy: Policy;
+  pools: RolePools;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log.child({ mod: 'http' }) as FastifyBaseLogger,
-    disableRequestLogging: false,
     requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    bodyLimit: deps.config.httpBodyLimitBytes,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
   });
+  installErrorHandling(app);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'repobase REST API', version: 'v1beta', description: 'SQL repos over HTTP. Authenticate with "Authorization: Bearer <API key>".' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an API key, rb_<id>_<secret>' } } },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/api/docs' });
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(healthRoutes, { control: deps.control });
+  await app.register(api, {
+    prefix: '/api/v1beta',
+    config: deps.config,
+    control: deps.control,
+    policy: deps.policy,
+    pools: deps.pools,
+    types: new TypeCatalog(deps.control.admin),
+  });
   return app;
 }

@@ -12,7 +12,10 @@ import type { HandlerEntry, Scope, Walker } from './walker.js';
 export function withClause(w: Walker, value: Json | undefined, scope: Scope): Scope {
   const wc = obj(value);
   if (wc === undefined) return scope;
-  const ctes = arr(wc.ctes).flatMap((c) => fieldsOf(c, 'CommonTableExpr') ?? []);
+  const ctes = arr(wc.ctes).flatMap((c): JsonObject[] => {
+    const cte = fieldsOf(c, 'CommonTableExpr');
+    return cte === undefined ? [] : [cte];
+  });
   const extend = (base: Scope, names: string[]): Scope => new Set([...base, ...names]);
   if (wc.recursive === true) {
     const all = extend(scope, ctes.map((c) => str(c.ctename) ?? ''));

@@ -35,6 +35,28 @@ export interface WalkContext {
   nested(w: Walker, sql: string, path: string[] | null): void;
 }
 
+/**
+ * Struct fields the parser writes without a type wrapper, by field name (the rest are known by
+ * their shape: RangeVar has relname + relpersistence, TypeName names + typemod).
+ */
+const inlineFields = new Map([
+  ['larg', 'SelectStmt'],
+  ['rarg', 'SelectStmt'],
+  ['funccall', 'FuncCall'],
+  ['collClause', 'CollateClause'],
+  ['func', 'ObjectWithArgs'],
+  ['opername', 'ObjectWithArgs'],
+]);
+
+function inlineType(o: JsonObject, field: string | undefined): string | undefined {
+  const byField = field === undefined ? undefined : inlineFields.get(field);
+  if (byField !== undefined) return byField;
+  if (typeof o.relname === 'string' && 'relpersistence' in o) return 'RangeVar';
+  if (Array.isArray(o.names) && typeof o.typemod === 'number') return 'TypeName';
+  if (Array.isArray(o.objname)) return 'ObjectWithArgs';
+  return undefined;
+}
+
 /** Value types of the parser's JSON that are leaves for the walk. */
 const leaves = new Set(['String', 'Integer', 'Float', 'Boolean', 'BitString', 'A_Const', 'ParamRef', 'A_Star', 'SQLValueFunction']);
 
@@ -48,8 +70,11 @@ export class Walker {
     this.command = facts.command;
   }
 
-  /** Visits any JSON value; `need` is the access RangeVars found under it require. */
-  visit(value: Json | undefined, need: Need, scope: Scope): void {
+  /**
+   * Visits any JSON value; `need` is the access RangeVars found under it require. `field` is the
+   * key it was found under, which tells the type of structs the parser inlines unwrapped.
+   */
+  visit(value: Json | undefined, need: Need, scope: Scope, field?: string): void {
     if (Array.isArray(value)) {
       for (const item of value) this.visit(item, need, scope);
       return;
@@ -57,11 +82,15 @@ export class Walker {
     const o = obj(value);
     if (o === undefined) return;
     const node = nodeOf(value);
-    if (node === undefined) {
-      this.visitStruct(o, need, scope);
+    if (node !== undefined) this.dispatch(node[0], node[1], need, scope);
+    else this.dispatch(inlineType(o, field), o, need, scope);
+  }
+
+  private dispatch(type: string | undefined, fields: JsonObject, need: Need, scope: Scope): void {
+    if (type === undefined) {
+      this.rest(fields, [], need, scope);
       return;
     }
-    const [type, fields] = node;
     if (type === 'RangeVar') {
       this.relation(fields, need, scope);
       return;
@@ -87,22 +116,10 @@ export class Walker {
     this.rest(fields, [], need, scope);
   }
 
-  /** Structs the parser inlines without a type wrapper: recognised by their fields. */
-  private visitStruct(o: JsonObject, need: Need, scope: Scope): void {
-    if (typeof o.relname === 'string' && 'relpersistence' in o) {
-      this.relation(o, need, scope);
-      return;
-    }
-    const as = Array.isArray(o.names) && typeof o.typemod === 'number' ? 'TypeName' : Array.isArray(o.objname) ? 'ObjectWithArgs' : undefined;
-    const entry = as === undefined ? undefined : this.ctx.handlers.get(as);
-    if (entry !== undefined) entry.handle(this, o, scope);
-    else this.rest(o, [], need, scope);
-  }
-
   /** Visits every field of a node except those a handler dealt with itself. */
   rest(n: JsonObject, skip: readonly string[], need: Need, scope: Scope): void {
     for (const key in n) {
-      if (!skip.includes(key)) this.visit(n[key], need, scope);
+      if (!skip.includes(key)) this.visit(n[key], need, scope, key);
     }
   }
 

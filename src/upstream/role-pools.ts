@@ -55,6 +55,25 @@ export class RolePools {
     }
   }
 
+  /**
+   * Gives a connection back after one REST statement. Nothing the statement did to the session
+   * (SET, set_config, PREPARE, LISTEN, temp tables, advisory locks) reaches the next request:
+   * `DISCARD ALL` returns it to its start-up settings, statement timeout included. A connection
+   * left inside a transaction (`BEGIN` over REST) or failed is closed instead, which rolls back.
+   */
+  release(client: pg.PoolClient, failure?: unknown): void {
+    // A statement's own error (syntax, permission, timeout) leaves the connection usable.
+    const broken = failure !== undefined && !(failure instanceof PgError && !/^(08|57P|XX)/.test(failure.code));
+    if (broken || client.getTransactionStatus() !== 'I') {
+      client.release(true);
+      return;
+    }
+    client.query('DISCARD ALL').then(
+      () => client.release(),
+      (err: unknown) => client.release(err instanceof Error ? err : true),
+    );
+  }
+
   private poolOf(role: string): pg.Pool {
     const existing = this.pools.get(role);
     if (existing) return existing;

@@ -97,13 +97,16 @@ describe('node-postgres through repobase', () => {
     expect(back.rows[0].v.length).toBe(10 * 1024 * 1024);
   });
 
-  it('LISTEN/NOTIFY between two connections', async () => {
+  it('LISTEN/NOTIFY between two connections, on a channel in the user\'s namespace', async () => {
     const a = await connect(svc.pgOptions(alice.name, alice.key));
     const b = await connect(svc.pgOptions(alice.name, alice.key));
-    await a.query('LISTEN repobase_test');
+    const channel = `"${alice.name}/events"`;
+    await a.query(`LISTEN ${channel}`);
     const got = new Promise<string | undefined>((resolve) => a.on('notification', (n) => resolve(n.payload)));
-    await b.query("NOTIFY repobase_test, 'hello'");
+    await b.query(`NOTIFY ${channel}, 'hello'`);
     expect(await got).toBe('hello');
+    // Channels are server-wide: one outside the namespace is refused, with the reason.
+    await expect(a.query('LISTEN everyone')).rejects.toMatchObject({ code: '42501' });
   });
 
   it('COPY FROM STDIN and TO STDOUT', async () => {

@@ -1,0 +1,176 @@
+/**
+ * `POST /query/`: one SQL statement, checked by the policy with the caller's rights, run on the
+ * caller's own upstream role, answered as rows arrive (JSON, NDJSON or CSV; see result-formats).
+ */
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import type { ControlPlane, Principal } from '../../control/control-plane.js';
+import type { Decision, HandledAction, Policy, Session } from '../../policy/index.js';
+import { PgError, SqlState } from '../../shared/errors.js';
+import { sqlForLog } from '../../shared/logger.js';
+import { schemaHasObjects } from '../../upstream/query-catalog.js';
+import { RunningStatement, type Row } from '../../upstream/query-run.js';
+import type { TypeCatalog } from '../../upstream/query-types.js';
+import { REST_SEARCH_PATH, type RolePools } from '../../upstream/role-pools.js';
+import { principalOf } from '../auth.js';
+import { publicError } from '../errors.js';
+import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
+import { QueryRequest, QueryResult } from '../schemas.js';
+
+export interface QueryDeps {
+  control: ControlPlane;
+  policy: Policy;
+  pools: RolePools;
+  types: TypeCatalog;
+  /** Row cap of one answer (config maxResultRows). */
+  maxRows: number;
+}
+
+/** Rows per Execute: the unit of memory per request, whatever the size of the result. */
+const BATCH_ROWS = 1000;
+
+/** Every REST request is a session of its own, starting from the same search_path as its connection. */
+const SESSION: Session = { searchPath: REST_SEARCH_PATH, defaultSearchPath: REST_SEARCH_PATH };
+
+function oneStatement(count: number): void {
+  if (count === 1) return;
+  throw new PgError(SqlState.SyntaxError, count === 0 ? 'query_string holds no statement' : `query_string holds ${count} statements; the REST API runs one statement per request`, {
+    hint: count === 0 ? undefined : 'send each statement in its own request, or use the Postgres wire protocol for scripts',
+  });
+}
+
+/** CREATE SCHEMA / DROP SCHEMA of the caller's own repo, done by the control plane as Postgres would answer it. */
+async function perform(control: ControlPlane, principal: Principal, action: HandledAction): Promise<void> {
+  const ref = { owner: action.owner, repo: action.repo };
+  const name = `${action.owner}/${action.repo}`;
+  if (action.owner !== principal.user) throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${name}"`);
+  const exists = (await control.getRepo(ref)) !== undefined;
+  switch (action.kind) {
+    case 'create_repo':
+      if (exists && action.ifNotExists) return;
+      await control.createRepo(ref, { isPrivate: true });
+      return;
+    case 'drop_repo':
+      if (!exists) {
+        if (action.ifExists) return;
+        throw new PgError(SqlState.InvalidSchemaName, `schema "${name}" does not exist`);
+      }
+      if (!action.cascade && (await schemaHasObjects(control.admin, name))) {
+        throw new PgError('2BP01', `cannot drop schema "${name}" because other objects depend on it`, {
+          hint: 'Use DROP ... CASCADE to drop the dependent objects too.',
+        });
+      }
+      await control.deleteRepo(ref);
+      return;
+    default:
+      return assertNever(action);
+  }
+}
+
+/** The SQL to run for an allowed statement, or undefined when the answer is already complete. */
+async function decide(deps: QueryDeps, principal: Principal, sql: string): Promise<{ sql: string } | { done: string }> {
+  const rights = await deps.control.rights(principal.user);
+  const decision: Decision = await deps.policy.decide(sql, rights, SESSION);
+  switch (decision.kind) {
+    case 'deny':
+      throw decision.error;
+    case 'handled':
+      await perform(deps.control, principal, decision.action);
+      return { done: decision.commandTag };
+    case 'allow':
+      oneStatement(decision.statements);
+      return { sql };
+    case 'rewrite':
+      oneStatement(decision.statements);
+      return { sql: decision.sql };
+    default:
+      return assertNever(decision);
+  }
+}
+
+async function stream(deps: QueryDeps, principal: Principal, sql: string, queryString: string, format: ResultFormat, reply: FastifyReply): Promise<Readable> {
+  const client = await deps.pools.connect(principal.user);
+  let statement: RunningStatement;
+  try {
+    statement = await RunningStatement.start(client, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1));
+  } catch (err: unknown) {
+    deps.pools.release(client, err);
+    throw err;
+  }
+  const writer = createWriter(format, queryString, statement.columns);
+  let truncated = false;
+  let sent = 0;
+  const take = (rows: readonly Row[]): readonly Row[] => {
+    const room = deps.maxRows - sent;
+    if (rows.length > room) {
+      truncated = true;
+      rows = rows.slice(0, room);
+    }
+    sent += rows.length;
+    return rows;
+  };
+  if (format === 'csv') reply.trailer('x-repobase-truncated', async () => String(truncated));
+  async function* pieces(): AsyncGenerator<string> {
+    let failure: unknown;
+    try {
+      yield writer.head() + writer.rows(take(statement.firstRows));
+      while (!truncated && !statement.done) {
+        const rows = await statement.next(Math.min(BATCH_ROWS, deps.maxRows - sent + 1));
+        yield writer.rows(take(rows));
+      }
+      if (truncated) await statement.close();
+      const outcome = truncated ? { command: null, rowCount: sent } : statement.outcome;
+      yield writer.end({ ...outcome, truncated });
+    } catch (err: unknown) {
+      failure = err;
+      const closing = writer.failed(publicError(err, reply.request).error);
+      if (closing === undefined) throw err;
+      yield closing;
+    } finally {
+      // Also reached when the client goes away mid-answer: the portal is closed, the connection reused.
+      if (!statement.done) await statement.close();
+      deps.pools.release(client, failure);
+    }
+  }
+  async function* nonEmpty(): AsyncGenerator<string> {
+    // An empty chunk would read as "nothing more for now" and could stall the stream.
+    for await (const piece of pieces()) if (piece.length) yield piece;
+  }
+  return Readable.from(nonEmpty(), { objectMode: false });
+}
+
+export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, deps) => {
+  app.post(
+    '/query/',
+    {
+      schema: {
+        summary: 'run one SQL statement',
+        description:
+          'Accept: application/json (default), application/x-ndjson or text/csv. The answer streams; a failure after rows were sent ends it with an "error" member (JSON, NDJSON) or a cut connection (CSV).',
+        tags: ['query'],
+        body: QueryRequest,
+        response: { 200: QueryResult },
+      },
+    },
+    async (req, reply) => {
+      const principal = principalOf(req);
+      const queryString = req.body.query_string;
+      const format = negotiateFormat(req.headers.accept);
+      const next = await decide(deps, principal, queryString);
+      // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
+      const raw: FastifyReply = reply;
+      raw.type(CONTENT_TYPES[format]);
+      if ('done' in next) {
+        const writer = createWriter(format, queryString, []);
+        return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
+      }
+      req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
+      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw));
+    },
+  );
+};
+
+function assertNever(x: never): never {
+  throw new Error(`unexpected ${JSON.stringify(x)}`);
+}

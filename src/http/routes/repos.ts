@@ -1,0 +1,139 @@
+/**
+ * `/repos/…`: list, create, read, change and delete repos, and share them. Only the owner
+ * changes a repo. Someone who cannot read a repo learns nothing about it: a private repo of
+ * another user answers 404 exactly like a missing one; a repo they can read but do not own
+ * answers 403 to changes.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ControlPlane, RepoAccess, RepoInfo, RepoRef } from '../../control/control-plane.js';
+import { schemaName } from '../../control/names.js';
+import { PgError, SqlState } from '../../shared/errors.js';
+import { listTables } from '../../upstream/query-catalog.js';
+import { principalOf } from '../auth.js';
+import {
+  CollaboratorList,
+  CollaboratorParams,
+  Collaborator,
+  CreateRepo,
+  Repo,
+  RepoDetail,
+  RepoList,
+  RepoParams,
+  SetCollaborator,
+  UpdateRepo,
+} from '../schemas.js';
+
+/** The API's spelling of a repo. */
+export function repoJson(info: RepoInfo): Repo {
+  return {
+    name: info.name,
+    owner: info.owner,
+    repo: info.repo,
+    is_private: info.isPrivate,
+    description: info.description,
+    created_at: info.createdAt.toISOString(),
+  };
+}
+
+function notFound(ref: RepoRef): PgError {
+  return new PgError(SqlState.InvalidSchemaName, `repo "${schemaName(ref)}" does not exist`);
+}
+
+/** The repo if `user` may read it; otherwise 404, whether it exists or not. */
+async function readable(control: ControlPlane, user: string, ref: RepoRef): Promise<{ info: RepoInfo; access: RepoAccess }> {
+  const access = (await control.rights(user)).repos.get(schemaName(ref));
+  const info = access ? await control.getRepo(ref) : undefined;
+  if (!access || !info) throw notFound(ref);
+  return { info, access };
+}
+
+/** The repo if `user` owns it; 403 if they can only read it, 404 if not even that. */
+async function owned(control: ControlPlane, user: string, ref: RepoRef): Promise<RepoInfo> {
+  const { info, access } = await readable(control, user, ref);
+  if (access !== 'own') {
+    throw new PgError(SqlState.InsufficientPrivilege, `only the owner can change repo "${info.name}"`, {
+      hint: `you have ${access} access; ask ${info.owner} to make the change`,
+    });
+  }
+  return info;
+}
+
+export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = async (app, { control }) => {
+  app.get('/repos/', { schema: { summary: 'your repos', tags: ['repos'], response: { 200: RepoList } } }, async (req) => {
+    const repos = await control.listRepos(principalOf(req).user);
+    return { repos: repos.map(repoJson) };
+  });
+
+  app.post('/repos/', { schema: { summary: 'create a repo', tags: ['repos'], body: CreateRepo, response: { 201: Repo } } }, async (req, reply) => {
+    const user = principalOf(req).user;
+    const slash = req.body.name.indexOf('/');
+    const owner = slash < 0 ? user : req.body.name.slice(0, slash);
+    if (owner !== user) {
+      throw new PgError(SqlState.InsufficientPrivilege, `repos are created in your own namespace "${user}/", not "${owner}/"`);
+    }
+    const info = await control.createRepo(
+      { owner, repo: req.body.name.slice(slash + 1) },
+      { isPrivate: req.body.is_private ?? true, description: req.body.description ?? '' },
+    );
+    return reply.code(201).send(repoJson(info));
+  });
+
+  app.get(
+    '/repos/:owner/:repo/',
+    { schema: { summary: 'a repo with its tables and columns', tags: ['repos'], params: RepoParams, response: { 200: RepoDetail } } },
+    async (req) => {
+      const { info } = await readable(control, principalOf(req).user, req.params);
+      // The admin pool sees every schema: reached only after the read check above.
+      return { ...repoJson(info), tables: await listTables(control.admin, info.name) };
+    },
+  );
+
+  app.patch(
+    '/repos/:owner/:repo/',
+    { schema: { summary: 'change visibility or description (owner only)', tags: ['repos'], params: RepoParams, body: UpdateRepo, response: { 200: Repo } } },
+    async (req) => {
+      await owned(control, principalOf(req).user, req.params);
+      const info = await control.updateRepo(req.params, { isPrivate: req.body.is_private, description: req.body.description });
+      return repoJson(info);
+    },
+  );
+
+  app.delete('/repos/:owner/:repo/', { schema: { summary: 'delete a repo with its tables (owner only)', tags: ['repos'], params: RepoParams } }, async (req, reply) => {
+    await owned(control, principalOf(req).user, req.params);
+    await control.deleteRepo(req.params);
+    return reply.code(204).send();
+  });
+
+  app.get(
+    '/repos/:owner/:repo/collaborators/',
+    { schema: { summary: 'who the repo is shared with (owner only)', tags: ['repos'], params: RepoParams, response: { 200: CollaboratorList } } },
+    async (req) => {
+      await owned(control, principalOf(req).user, req.params);
+      return { collaborators: await control.listCollaborators(req.params) };
+    },
+  );
+
+  app.put(
+    '/repos/:owner/:repo/collaborators/:user',
+    {
+      schema: { summary: 'share the repo: read or write (owner only)', tags: ['repos'], params: CollaboratorParams, body: SetCollaborator, response: { 200: Collaborator } },
+    },
+    async (req) => {
+      const ref = { owner: req.params.owner, repo: req.params.repo };
+      await owned(control, principalOf(req).user, ref);
+      await control.setCollaborator(ref, req.params.user, req.body.permission);
+      return { user: req.params.user, permission: req.body.permission };
+    },
+  );
+
+  app.delete(
+    '/repos/:owner/:repo/collaborators/:user',
+    { schema: { summary: 'stop sharing the repo with a user (owner only)', tags: ['repos'], params: CollaboratorParams } },
+    async (req, reply) => {
+      const ref = { owner: req.params.owner, repo: req.params.repo };
+      await owned(control, principalOf(req).user, ref);
+      await control.removeCollaborator(ref, req.params.user);
+      return reply.code(204).send();
+    },
+  );
+};

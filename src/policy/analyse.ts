@@ -1,0 +1,97 @@
+// Query string → Analysis: parse, walk every statement, apply the seed rule. Independent of who
+// asks, so the result is cached by text and serves every user.
+import { SqlState } from '../shared/errors.js';
+import { bodyHandlers } from './bodies.js';
+import { ddlHandlers } from './ddl.js';
+import { dmlHandlers } from './dml.js';
+import { expressionHandlers } from './expressions.js';
+import type { Analysis, StatementFacts } from './facts.js';
+import { nodeOf, type Json } from './json.js';
+import { objectHandlers } from './objects.js';
+import { offsetsOf, type Offsets } from './offsets.js';
+import { parseSql, type RawStatement } from './parse.js';
+import { seedRewrite } from './rewrite.js';
+import { forbiddenStatements, ruleHandlers } from './rules.js';
+import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
+
+const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
+  ...dmlHandlers,
+  ...ddlHandlers,
+  ...objectHandlers,
+  ...bodyHandlers,
+  ...ruleHandlers,
+  ...expressionHandlers,
+]);
+
+function newFacts(node: Json): StatementFacts {
+  const kind = nodeOf(node)?.[0] ?? 'unknown';
+  return {
+    kind,
+    command: handlers.get(kind)?.command ?? kind.replace(/Stmt$/, ''),
+    refs: [],
+    functions: [],
+    settings: [],
+    channels: [],
+    refusal: null,
+    schema: null,
+  };
+}
+
+function statementText(sql: string, raw: RawStatement, offsets: Offsets): { start: number; end: number } {
+  return {
+    start: offsets.index(raw.start),
+    end: raw.length === undefined ? sql.length : offsets.index(raw.start + raw.length),
+  };
+}
+
+function walk(facts: StatementFacts, node: Json, ctx: Omit<WalkContext, 'handlers' | 'forbidden' | 'nested'>): void {
+  const w = new Walker(facts, { ...ctx, handlers, forbidden: forbiddenStatements, nested });
+  w.visit(node, 'read', noScope);
+}
+
+/** SQL found in a function body or DO block, walked into the enclosing statement's facts. */
+function nested(w: Walker, sql: string, path: string[] | null): void {
+  if (sql.trim() === '') return;
+  const parsed = parseSql(sql);
+  if (!parsed.ok) {
+    w.refuse({ code: SqlState.SyntaxError, message: parsed.message, detail: 'in the body of a function or DO block' });
+    return;
+  }
+  const offsets = offsetsOf(sql);
+  for (const raw of parsed.statements) {
+    const { start, end } = statementText(sql, raw, offsets);
+    const inner = new Walker(w.facts, { handlers, forbidden: forbiddenStatements, nested, offsets: null, path, body: true, text: sql.slice(start, end) });
+    inner.command = newFacts(raw.node).command;
+    inner.visit(raw.node, 'read', noScope);
+  }
+}
+
+const hasLoneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Analyses a whole query string. */
+export function analyse(sql: string): Analysis {
+  if (sql.includes('\0') || hasLoneSurrogate.test(sql)) {
+    return { error: { code: SqlState.CharacterNotInRepertoire, message: 'invalid byte sequence for encoding "UTF8"' }, statements: [], rewrite: null };
+  }
+  if (sql.trim() === '') return { error: null, statements: [], rewrite: null };
+  try {
+    const parsed = parseSql(sql);
+    if (!parsed.ok) {
+      return { error: { code: SqlState.SyntaxError, message: parsed.message, position: parsed.cursor + 1 }, statements: [], rewrite: null };
+    }
+    const offsets = offsetsOf(sql);
+    const texts = parsed.statements.map((raw) => ({ node: raw.node, ...statementText(sql, raw, offsets) }));
+    const statements = texts.map(({ node, start, end }) => {
+      const facts = newFacts(node);
+      walk(facts, node, { offsets, path: null, body: false, text: sql.slice(start, end) });
+      return facts;
+    });
+    return { error: null, statements, rewrite: seedRewrite(sql, texts, offsets) };
+  } catch (err: unknown) {
+    // A tree deep enough to exhaust the stack (thousands of nested parentheses).
+    if (err instanceof RangeError) {
+      return { error: { code: SqlState.StatementTooComplex, message: 'statement is too complex: nested too deeply' }, statements: [], rewrite: null };
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,43 @@
+// A bounded LRU of analyses by query text. A Map iterates in insertion order, so re-inserting on
+// a hit keeps the least recently used entry first, where eviction takes it.
+
+export class LruCache<V> {
+  private readonly map = new Map<string, V>();
+  private chars = 0;
+
+  /**
+   * @param maxEntries entries kept (0 disables the cache)
+   * @param maxChars total length of the keys kept; one key may use at most 1/16 of it, so a few
+   *   huge one-off statements (bulk INSERTs) cannot push out the many small repeated ones
+   */
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxChars: number,
+  ) {}
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(key: string): V | undefined {
+    const value = this.map.get(key);
+    if (value !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    if (this.maxEntries <= 0 || key.length > this.maxChars / 16) return;
+    if (this.map.delete(key)) this.chars -= key.length;
+    this.map.set(key, value);
+    this.chars += key.length;
+    while (this.map.size > this.maxEntries || this.chars > this.maxChars) {
+      const oldest = this.map.keys().next();
+      if (oldest.done === true) break;
+      this.map.delete(oldest.value);
+      this.chars -= oldest.value.length;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+// Analysis + Rights + Session → Decision. This is the per-query work on a cache hit, so it only
+// walks the cached facts: no parsing, no allocation beyond the result.
+import { PgError, SqlState } from '../shared/errors.js';
+import type { Analysis, Refusal, SchemaCommand, StatementFacts } from './facts.js';
+import { REPO_NAME_RULE, repoNameProblem, splitRepo } from './names.js';
+import { refusals } from './refusals.js';
+import { checkChannel, checkRef, checkSearchPath, noAccess, notARepo } from './resolve.js';
+import type { Decision, Rights, Session, SessionChange } from './types.js';
+
+const postgresDefaultPath: readonly string[] = ['$user', 'public'];
+const noChanges: readonly SessionChange[] = [];
+
+/** The PgError a refusal becomes. */
+export function toError(r: Refusal): PgError {
+  return new PgError(r.code, r.message, { hint: r.hint, detail: r.detail, position: r.position });
+}
+
+function deny(r: Refusal): Decision {
+  return { kind: 'deny', error: toError(r) };
+}
+
+/** Decides an analysed query string for one principal and session. */
+export function evaluate(analysis: Analysis, rights: Rights, session: Session): Decision {
+  if (analysis.error !== null) return deny(analysis.error);
+  const count = analysis.statements.length;
+  let path = session.searchPath;
+  let changes: SessionChange[] | undefined;
+  for (const facts of analysis.statements) {
+    if (facts.refusal !== null) return deny(facts.refusal);
+    if (facts.schema !== null) {
+      if (count > 1) return deny(alone(facts));
+      return schemaCommand(facts.schema, rights);
+    }
+    for (const ref of facts.refs) {
+      const refusal = checkRef(ref, rights, ref.path ?? path);
+      if (refusal !== null) return deny(refusal);
+    }
+    for (const channel of facts.channels) {
+      const refusal = checkChannel(channel, rights);
+      if (refusal !== null) return deny(refusal);
+    }
+    for (const setting of facts.settings) {
+      if (setting.kind === 'search_path') {
+        const refusal = checkSearchPath(setting.value, rights);
+        if (refusal !== null) return deny(refusal);
+        path = setting.value;
+        (changes ??= []).push({ kind: 'search_path', value: setting.value });
+      } else {
+        path = session.defaultSearchPath ?? postgresDefaultPath;
+        (changes ??= []).push({ kind: 'reset_search_path' });
+      }
+    }
+  }
+  const done = changes ?? noChanges;
+  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite, changes: done, statements: count };
+  return { kind: 'allow', changes: done, statements: count };
+}
+
+function alone(facts: StatementFacts): Refusal {
+  return {
+    code: SqlState.FeatureNotSupported,
+    message: `${facts.command} of a repo must be sent alone, not with other statements`,
+    hint: `send the ${facts.command} statement as a query of its own`,
+  };
+}
+
+// CREATE SCHEMA / DROP SCHEMA of a repo are performed by the control plane, which keeps its
+// records and the role grants in step.
+function schemaCommand(cmd: SchemaCommand, rights: Rights): Decision {
+  const user = rights.user;
+  if (cmd.kind === 'create') {
+    const repo = splitRepo(cmd.name);
+    if (repo === undefined) {
+      return deny({ ...notARepo(cmd.name, user), message: `schema "${cmd.name}" is not a repo name: repos are named "${user}/<repo>"`, hint: `CREATE SCHEMA "${user}/${cmd.name}"` });
+    }
+    if (repo.owner !== user) {
+      return deny({ code: SqlState.InsufficientPrivilege, message: `repos can only be created in your own namespace "${user}/…"`, hint: `CREATE SCHEMA "${user}/${repo.repo}"` });
+    }
+    const problem = repoNameProblem(repo.repo);
+    if (problem !== undefined) return deny({ code: SqlState.InvalidName, message: `invalid repo name "${repo.repo}": ${problem}` });
+    if (cmd.authRole !== null && cmd.authRole !== user) return deny(refusals.roleGames('CREATE SCHEMA … AUTHORIZATION another role'));
+    return { kind: 'handled', action: { kind: 'create_repo', owner: user, repo: repo.repo, ifNotExists: cmd.ifNotExists }, commandTag: 'CREATE SCHEMA' };
+  }
+  if (cmd.names.length !== 1) return deny(refusals.dropManyRepos);
+  const name = cmd.names[0] ?? '';
+  const repo = splitRepo(name);
+  if (repo === undefined) return deny(notARepo(name, user));
+  if (repo.owner !== user) {
+    if (!rights.repos.has(name)) return deny(noAccess(name, repo.owner));
+    return deny({ code: SqlState.InsufficientPrivilege, message: `only the owner of repo "${name}" can drop it`, hint: `${repo.owner} owns it` });
+  }
+  if (repoNameProblem(repo.repo) !== undefined) return deny({ code: SqlState.InvalidName, message: `invalid repo name "${repo.repo}": ${REPO_NAME_RULE}` });
+  return { kind: 'handled', action: { kind: 'drop_repo', owner: user, repo: repo.repo, ifExists: cmd.ifExists, cascade: cmd.cascade }, commandTag: 'DROP SCHEMA' };
+}

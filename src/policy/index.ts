@@ -1,0 +1,48 @@
+// The policy: SQL text + principal + session in, a decision out. Pure: no I/O besides the
+// parsers' WASM, loaded once here.
+import { SqlState } from '../shared/errors.js';
+import { analyse } from './analyse.js';
+import { LruCache } from './cache.js';
+import { evaluate, toError } from './decide.js';
+import type { Analysis } from './facts.js';
+import { loadParsers } from './parse.js';
+import { createParsePool } from './pool.js';
+import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
+
+export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange } from './types.js';
+
+/** The statement size limit of DESIGN.md: 1 MiB. */
+export const DEFAULT_MAX_STATEMENT_BYTES = 1024 * 1024;
+const defaultCacheSize = 5000;
+const cacheChars = 16 * 1024 * 1024;
+const defaultWorkerThreshold = 8 * 1024;
+
+/** Loads the parsers and returns a policy; one per process is enough (it is stateless but for its cache). */
+export async function createPolicy(options: PolicyOptions): Promise<Policy> {
+  await loadParsers();
+  const cache = new LruCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars);
+  const threshold = options.workerThresholdBytes ?? defaultWorkerThreshold;
+  const limit = options.maxStatementBytes;
+  const pool = createParsePool(analyse);
+
+  function decide(sql: string, rights: Rights, session: Session): Decision | Promise<Decision> {
+    // The hot path: a repeated or prepared statement is one map lookup plus the rights check.
+    const cached = cache.get(sql);
+    if (cached !== undefined) return evaluate(cached, rights, session);
+    const bytes = Buffer.byteLength(sql);
+    if (bytes > limit) {
+      return { kind: 'deny', error: toError({ code: SqlState.ProgramLimitExceeded, message: `statement is too large: ${bytes} bytes, the limit is ${limit}` }) };
+    }
+    if (bytes >= threshold) {
+      return pool.analyse(sql).then((analysis) => {
+        cache.set(sql, analysis);
+        return evaluate(analysis, rights, session);
+      });
+    }
+    const analysis = analyse(sql);
+    cache.set(sql, analysis);
+    return evaluate(analysis, rights, session);
+  }
+
+  return { decide, close: () => pool.close() };
+}
