@@ -155,6 +155,7 @@ export class Relay {
   }
 
   private onQuery(frame: Buffer): void {
+    if (this.discarding) return; // as Postgres: after an error in a batch, everything up to Sync is ignored
     let sql: string;
     try {
       sql = decodeQuery(frame);

@@ -145,4 +145,18 @@ describe('repobase serve on the embedded Postgres', () => {
       await rm(pidFile, { force: true });
     }
   });
+
+  it.runIf(process.getuid?.() === 0)('also runs as an ordinary user (Postgres then runs as that user)', async () => {
+    const own = await mkdtemp(join(tmpdir(), 'repobase-nobody-'));
+    execFileSync('chown', ['nobody', own]);
+    try {
+      const port = String(await freePort());
+      const asNobody = (args: string[]) =>
+        execFileSync('runuser', ['-u', 'nobody', '--', 'env', `PATH=${process.env.PATH}`, `REPOBASE_DATA_DIR=${own}`, `REPOBASE_EMBEDDED_PG_PORT=${port}`, process.execPath, BIN, ...args]).toString();
+      expect(asNobody(['user', 'create', 'plain'])).toMatch(/^rb_/);
+      expect(asNobody(['user', 'list'])).toContain('plain');
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
+  });
 });
