@@ -141,18 +141,26 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     });
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
     await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
-    const upstream = await deps.pool.acquire(principal.user, upstreamParams.params);
+    const acquire = () => deps.pool.acquire(principal.user, upstreamParams.params);
+    // Greet from an earlier login with the same settings when there is one, and take an upstream
+    // session only when the client first sends something: idle clients cost no upstream backend.
+    const known = deps.pool.greeting(principal.user, upstreamParams.params);
+    const upstream = known ? undefined : await acquire();
     clearTimeout(timer);
-    let live = true;
-    const key = deps.cancels.register(() => (live ? { host: upstream.host, port: upstream.port, processId: upstream.processId, secretKey: upstream.secretKey } : undefined));
-    for (const [name, value] of upstream.parameters) socket.write(buildParameterStatus(name, value));
-    socket.write(buildBackendKeyData(key.processId, key.secretKey));
-    socket.write(buildReadyForQuery(upstream.status));
-    const relay = new Relay(socket, reader, upstream, principal, { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath }, { policy: deps.policy, control: deps.control, log }, (clean) => {
-      live = false;
-      deps.cancels.unregister(key.processId);
-      deps.pool.release(principal.user, upstreamParams.params, upstream, clean);
+    const relayRef: { relay?: Relay } = {};
+    const key = deps.cancels.register(() => {
+      const s = relayRef.relay?.currentUpstream;
+      return s && { host: s.host, port: s.port, processId: s.processId, secretKey: s.secretKey };
     });
+    for (const [name, value] of upstream?.parameters ?? known!) socket.write(buildParameterStatus(name, value));
+    socket.write(buildBackendKeyData(key.processId, key.secretKey));
+    socket.write(buildReadyForQuery(upstream?.status ?? 'I'));
+    const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
+    const relay = new Relay(socket, reader, upstream, acquire, principal, session, { policy: deps.policy, control: deps.control, log }, (used, clean) => {
+      deps.cancels.unregister(key.processId);
+      if (used) deps.pool.release(principal.user, upstreamParams.params, used, clean);
+    });
+    relayRef.relay = relay;
     relay.start(queue.detach());
     if (deps.config.pgIdleTimeoutMs > 0) idleTimeout(socket, relay, deps.config.pgIdleTimeoutMs);
   } catch (err: unknown) {

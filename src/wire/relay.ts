@@ -30,6 +30,9 @@ import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
 import type { UpstreamSession } from './upstream-session.js';
 
+/** Stands in for the upstream before the session is attached; nothing is ever added to it. */
+const NO_UPSTREAM = new Run(undefined);
+
 interface Pending {
   /** Frames the proxy adds right before the ReadyForQuery that completes this entry. */
   before?: Buffer;
@@ -48,7 +51,6 @@ export interface RelayDeps {
 export class Relay {
   private readonly queue: Entry[] = [];
   private status: TransactionStatus;
-  private readonly toUpstream: Run;
   private readonly toClient: Run;
   // Extended protocol: state of the batch since the last Sync.
   private batchForwarded = false;
@@ -60,30 +62,49 @@ export class Relay {
   private readonly backlog: Frame[] = [];
   private finished = false;
   private upstreamFatal = false;
+  private upstream: UpstreamSession | undefined;
+  private toUpstream: Run = NO_UPSTREAM;
 
+  /**
+   * @param upstream the session, or undefined to take one with `acquire` on the client's first
+   *   message (so idle clients hold no upstream connection)
+   * @param onEnd receives the session (if any) and whether it can be reused
+   */
   constructor(
     private readonly client: Socket,
     private readonly clientReader: FrameReader,
-    private readonly upstream: UpstreamSession,
+    upstream: UpstreamSession | undefined,
+    private readonly acquire: () => Promise<UpstreamSession>,
     private readonly principal: Principal,
     private session: Session,
     private readonly deps: RelayDeps,
-    private readonly onEnd: (clean: boolean) => void,
+    private readonly onEnd: (upstream: UpstreamSession | undefined, clean: boolean) => void,
   ) {
-    this.status = upstream.status;
-    this.toUpstream = new Run(upstream.socket);
+    this.status = upstream?.status ?? 'I';
     this.toClient = new Run(client);
+    if (upstream) this.attach(upstream);
   }
 
-  /** Takes over both sockets; `early` are client frames that arrived during start-up. */
+  /** Takes over the client socket; `early` are client frames that arrived during start-up. */
   start(early: Frame[]): void {
     this.client.on('data', this.onClientData);
     this.client.on('close', this.onClientClose);
     this.client.on('error', this.onClientClose);
-    this.upstream.socket.on('data', this.onUpstreamData);
-    this.upstream.socket.on('close', this.onUpstreamClose);
     for (const f of early) this.onClientFrame(f.code, f.frame);
     this.toUpstream.flush();
+  }
+
+  /** The upstream session, once there is one (cancel requests go to it). */
+  get currentUpstream(): UpstreamSession | undefined {
+    return this.upstream;
+  }
+
+  private attach(upstream: UpstreamSession): void {
+    if (this.finished) return this.onEnd(upstream, upstream.status === 'I'); // the client left while we waited
+    this.upstream = upstream;
+    this.toUpstream = new Run(upstream.socket);
+    upstream.socket.on('data', this.onUpstreamData);
+    upstream.socket.on('close', this.onUpstreamClose);
   }
 
   get transactionStatus(): TransactionStatus {
@@ -104,6 +125,16 @@ export class Relay {
   private readonly onClientFrame = (code: number, frame: Buffer): void => {
     if (this.blocked) {
       this.backlog.push({ code, frame });
+      return;
+    }
+    if (!this.upstream && code !== FrontendCode.Terminate) {
+      this.backlog.push({ code, frame });
+      this.block(
+        this.acquire().then(
+          (s) => this.attach(s),
+          (err: unknown) => this.fatal(err),
+        ),
+      );
       return;
     }
     switch (code) {
@@ -274,7 +305,7 @@ export class Relay {
 
   private readonly onUpstreamData = (chunk: Buffer): void => {
     try {
-      this.upstream.reader.push(chunk, this.onUpstreamFrame);
+      this.upstream!.reader.push(chunk, this.onUpstreamFrame);
       this.toClient.flush();
     } catch (err: unknown) {
       this.fatal(err);
@@ -293,7 +324,7 @@ export class Relay {
 
   private onReady(frame: Buffer): void {
     this.status = String.fromCharCode(frame[5]!) as TransactionStatus;
-    this.upstream.status = this.status;
+    this.upstream!.status = this.status;
     const head = this.queue.shift();
     if (head?.kind === 'upstream') {
       if (head.p.before && !head.p.failed) this.toClient.write(head.p.before);
@@ -352,10 +383,10 @@ export class Relay {
     this.finished = true;
     this.toClient.flush();
     this.client.off('data', this.onClientData);
-    this.upstream.socket.off('data', this.onUpstreamData);
-    this.upstream.socket.off('close', this.onUpstreamClose);
+    this.upstream?.socket.off('data', this.onUpstreamData);
+    this.upstream?.socket.off('close', this.onUpstreamClose);
     if (!this.client.destroyed) this.client.end();
-    const clean = clientLeft && this.queue.length === 0 && !this.blocked && this.status === 'I' && !this.upstream.socket.destroyed;
-    this.onEnd(clean);
+    const clean = clientLeft && this.queue.length === 0 && !this.blocked && this.status === 'I' && this.upstream?.socket.destroyed === false;
+    this.onEnd(this.upstream, clean);
   }
 }

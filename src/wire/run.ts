@@ -10,7 +10,7 @@ export class Run {
   private start = 0;
   private end = 0;
 
-  constructor(private readonly socket: Socket) {}
+  constructor(private readonly socket: Socket | undefined) {}
 
   /** Queues `frame` (a view into a received chunk) after everything queued before. */
   add(frame: Buffer): void {
@@ -27,12 +27,12 @@ export class Run {
   /** Writes what is queued, then `frame` (one the proxy built). */
   write(frame: Buffer): void {
     this.flush();
-    if (!this.socket.destroyed) this.socket.write(frame);
+    if (this.socket && !this.socket.destroyed) this.socket.write(frame);
   }
 
   flush(): void {
     if (this.buffer === undefined) return;
-    if (!this.socket.destroyed) this.socket.write(Buffer.from(this.buffer, this.start, this.end - this.start));
+    if (this.socket && !this.socket.destroyed) this.socket.write(Buffer.from(this.buffer, this.start, this.end - this.start));
     this.buffer = undefined;
   }
 }

@@ -28,6 +28,8 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
+  /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
+  private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
@@ -38,6 +40,11 @@ export class SessionPool {
 
   private key(role: string, params: Readonly<Record<string, string>>): string {
     return role + '\0' + JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+
+  /** The ParameterStatus values a session with these parameters had at login, if one was made. */
+  greeting(role: string, params: Readonly<Record<string, string>>): ReadonlyMap<string, string> | undefined {
+    return this.greetings.get(this.key(role, params));
   }
 
   /** An idle session with exactly these startup parameters, or a new one. */
@@ -57,7 +64,10 @@ export class SessionPool {
     }
     this.count.set(role, n + 1);
     try {
-      return await openUpstreamSession(this.opts.target(role), params);
+      const session = await openUpstreamSession(this.opts.target(role), params);
+      if (this.greetings.size > 10_000) this.greetings.clear();
+      this.greetings.set(key, session.parameters);
+      return session;
     } catch (err: unknown) {
       this.decrement(role);
       throw err;

@@ -155,4 +155,25 @@ describe('failures', () => {
     expect(refused).toBe('53300');
     await stillServing();
   });
+
+  it('idle clients hold no upstream backend: a session is taken at the first statement', async () => {
+    const bob = await svc.user('idler');
+    const first = new pg.Client(svc.pgOptions(bob.name, bob.key));
+    await first.connect(); // the first login learns the greeting from a real session
+    const idle: pg.Client[] = [];
+    try {
+      for (let i = 0; i < 10; i++) {
+        const c = new pg.Client(svc.pgOptions(bob.name, bob.key));
+        await c.connect();
+        idle.push(c);
+      }
+      const backends = async () =>
+        Number((await svc.control.admin.query('SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1', [bob.name])).rows[0].n);
+      expect(await backends()).toBe(1);
+      expect((await idle[3]!.query('SELECT current_user AS u')).rows[0].u).toBe(bob.name);
+      expect(await backends()).toBe(2);
+    } finally {
+      for (const c of [first, ...idle]) await c.end().catch(() => undefined);
+    }
+  });
 });
