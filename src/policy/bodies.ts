@@ -6,7 +6,7 @@
 // Dynamic SQL (`EXECUTE 'text'`, `EXECUTE format(…)`) cannot be known before it runs: it is left
 // to the role wall. Each user is a Postgres role owning only its repos, so whatever a function
 // runs, it runs with at most its caller's (or, SECURITY DEFINER, its owner's) privileges.
-import { arr, defElems, fieldsOf, nameList, obj, str, stringNode, type Json, type JsonObject } from './json.js';
+import { arr, defElems, fieldsOf, nameList, obj, str, stringConst, stringNode, type Json, type JsonObject } from './json.js';
 import { scanTokens } from './lexer.js';
 import { splitIdentifiers } from './names.js';
 import { parsePlpgsql } from './parse.js';
@@ -25,9 +25,10 @@ function functionOptions(w: Walker, options: Json | undefined): string[] | null 
     if (refusal !== undefined) w.refuse(refusal);
     if (str(set.name)?.toLowerCase() === 'search_path' && set.kind === 'VAR_SET_VALUE') {
       path = arr(set.args).flatMap((a) => {
-        const sval = obj(obj(fieldsOf(a, 'A_Const'))?.sval);
-        return sval === undefined ? [] : [str(sval.sval) ?? ''];
+        const schema = stringConst(a);
+        return schema === undefined ? [] : [schema];
       });
+      w.facts.functionPaths.push(path);
     }
   }
   return path;
@@ -46,8 +47,10 @@ function createFunction(w: Walker, n: JsonObject, scope: Scope): void {
   if (language !== undefined && language !== 'sql' && language !== 'plpgsql') {
     w.refuse(refusals.otherLanguage(language));
   } else if (body !== undefined && language === 'sql') {
+    w.facts.bodies.push('sql');
     w.ctx.nested(w, body, path);
   } else if (body !== undefined && language === 'plpgsql') {
+    w.facts.bodies.push('plpgsql');
     plpgsql(w, body, path);
   }
   // Parameters, return type and a BEGIN ATOMIC body (bound at creation, with the session's path).
@@ -65,8 +68,12 @@ function doBlock(w: Walker, n: JsonObject): void {
   const options = defElems(n.args);
   const language = stringNode(options.get('language'))?.toLowerCase() ?? 'plpgsql';
   const body = stringNode(options.get('as'));
-  if (language !== 'plpgsql') w.refuse(refusals.otherLanguage(language));
-  else if (body !== undefined) plpgsql(w, body, w.ctx.path);
+  if (language !== 'plpgsql') {
+    w.refuse(refusals.otherLanguage(language));
+  } else if (body !== undefined) {
+    w.facts.bodies.push('do');
+    plpgsql(w, body, w.ctx.path);
+  }
 }
 
 /**

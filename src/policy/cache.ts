@@ -7,12 +7,14 @@ export class LruCache<V> {
 
   /**
    * @param maxEntries entries kept (0 disables the cache)
-   * @param maxChars total length of the keys kept; one key may use at most 1/16 of it, so a few
-   *   huge one-off statements (bulk INSERTs) cannot push out the many small repeated ones
+   * @param maxChars total length of the keys kept
+   * @param maxKeyChars longer keys are not kept: huge one-off statements (bulk INSERTs) would
+   *   push out the many small repeated ones
    */
   constructor(
     private readonly maxEntries: number,
     private readonly maxChars: number,
+    private readonly maxKeyChars: number,
   ) {}
 
   get size(): number {
@@ -29,7 +31,7 @@ export class LruCache<V> {
   }
 
   set(key: string, value: V): void {
-    if (this.maxEntries <= 0 || key.length > this.maxChars / 16) return;
+    if (this.maxEntries <= 0 || key.length > this.maxKeyChars) return;
     if (this.map.delete(key)) this.chars -= key.length;
     this.map.set(key, value);
     this.chars += key.length;

@@ -35,6 +35,10 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
       const refusal = checkRef(ref, rights, ref.path ?? path);
       if (refusal !== null) return deny(refusal);
     }
+    for (const functionPath of facts.functionPaths) {
+      const refusal = checkSearchPath(functionPath, rights);
+      if (refusal !== null) return deny(refusal);
+    }
     for (const channel of facts.channels) {
       const refusal = checkChannel(channel, rights);
       if (refusal !== null) return deny(refusal);

@@ -54,8 +54,12 @@ export interface StatementFacts {
   refs: NameRef[];
   /** Every function called, as written (`count`, `pg_catalog.now`, `alice/sales.f`). */
   functions: string[];
+  /** Opaque bodies found and checked, by language (`sql`, `plpgsql`; DO blocks as `do`). */
+  bodies: string[];
   /** search_path changes, in order; applied after the statement. */
   settings: Setting[];
+  /** search_paths given to functions (`SET search_path = …` clauses): checked like SET's. */
+  functionPaths: string[][];
   /** LISTEN/NOTIFY channels: shared by the whole server, so namespaced per user. */
   channels: string[];
   /** The first service-rule violation found, if any. */

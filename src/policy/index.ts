@@ -15,12 +15,13 @@ export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights
 export const DEFAULT_MAX_STATEMENT_BYTES = 1024 * 1024;
 const defaultCacheSize = 5000;
 const cacheChars = 16 * 1024 * 1024;
+const cacheKeyChars = 64 * 1024;
 const defaultWorkerThreshold = 8 * 1024;
 
 /** Loads the parsers and returns a policy; one per process is enough (it is stateless but for its cache). */
 export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   await loadParsers();
-  const cache = new LruCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars);
+  const cache = new LruCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars, cacheKeyChars);
   const threshold = options.workerThresholdBytes ?? defaultWorkerThreshold;
   const limit = options.maxStatementBytes;
   const pool = createParsePool(analyse);

@@ -43,9 +43,8 @@ export function fieldsOf(value: Json | undefined, type: string): JsonObject | un
 
 /** A String node's text (`{String:{sval}}`; an empty string has no sval). */
 export function stringNode(value: Json | undefined): string | undefined {
-  const s = fieldsOf(value, 'String');
-  if (s === undefined || nodeOf(value)?.[0] !== 'String') return undefined;
-  return str(s.sval) ?? '';
+  const node = nodeOf(value);
+  return node?.[0] === 'String' ? (str(node[1].sval) ?? '') : undefined;
 }
 
 /** A list of String nodes (a qualified name) as strings; undefined if any item is not a String. */

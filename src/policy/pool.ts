@@ -1,8 +1,10 @@
 // Large query strings are analysed in a worker thread so they do not stall the event loop for
-// every other client. Measured here (2 cores, Node 20): parsing + JSON of a 1 MiB string takes
-// 9 ms (one string literal), 78 ms (multi-row INSERT), 117 ms (long IN list) and 392 ms (1 MiB of
-// short statements); an 8 KiB string of short statements about 3 ms, a typical < 2 KiB client
-// query 10–100 µs. Hence the default threshold of 8 KiB (PolicyOptions.workerThresholdBytes).
+// every other client. Measured here (2 cores, Node 20, compiled, best of 3), parse + analysis of
+// 1 MiB: 10 ms for one string literal, 89 ms for a multi-row INSERT of wide rows, 105 ms for a
+// long IN list, 241 ms for an INSERT of tiny rows, 451 ms for 1 MiB of short statements; the
+// first large parse of a process also grows the WASM memory and took up to 2.7 s. 8 KiB of short
+// statements (the worst shape) takes 2.7 ms, a typical client query 10–100 µs: hence the default
+// threshold of 8 KiB (PolicyOptions.workerThresholdBytes).
 //
 // One worker, started on first use and unref'd while idle. The worker runs the compiled
 // `worker.js`; when running from TypeScript sources (tests under vitest) there is none, and the

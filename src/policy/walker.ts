@@ -3,6 +3,7 @@
 // under, which statement handlers set for the fields that name what they change. Everything else
 // is read. Statement types without a handler are refused: what the walk does not know, it does
 // not let through.
+import { SqlState } from '../shared/errors.js';
 import type { NameRef, Need, Refusal, StatementFacts } from './facts.js';
 import { obj, nodeOf, str, type Json, type JsonObject } from './json.js';
 import type { Offsets } from './offsets.js';
@@ -60,7 +61,9 @@ function inlineType(o: JsonObject, field: string | undefined): string | undefine
 /** Value types of the parser's JSON that are leaves for the walk. */
 const leaves = new Set(['String', 'Integer', 'Float', 'Boolean', 'BitString', 'A_Const', 'ParamRef', 'A_Star', 'SQLValueFunction']);
 
+/** Walks one statement's tree into its facts; handlers call back into it. */
 export class Walker {
+  /** The innermost statement's command, for messages. */
   command: string;
 
   constructor(
@@ -110,7 +113,7 @@ export class Walker {
       return;
     }
     if (type.endsWith('Stmt')) {
-      this.refuse({ code: '0A000', message: `${type.slice(0, -4)} statements are not supported by repobase` });
+      this.refuse({ code: SqlState.FeatureNotSupported, message: `${type.slice(0, -4)} statements are not supported by repobase` });
       return;
     }
     this.rest(fields, [], need, scope);
@@ -142,11 +145,18 @@ export class Walker {
     this.ref({ kind, schema, name, need, create: how.create === true, temp: false, location: how.location });
   }
 
-  /** A reference that only matters when schema-qualified (calls, types, operators). */
+  /**
+   * A reference that only matters when schema-qualified (calls, types, operators). Built-ins
+   * (`pg_catalog.int4`, `OPERATOR(pg_catalog.~)`) are always usable and not recorded: psql and
+   * the parser itself write them everywhere.
+   */
   qualifiedUse(names: readonly string[] | undefined, location?: Json): void {
-    if (names !== undefined && names.length >= 2) this.qualified('object', names, 'read', { location });
+    if (names !== undefined && names.length >= 2 && names[names.length - 2] !== 'pg_catalog') {
+      this.qualified('object', names, 'read', { location });
+    }
   }
 
+  /** Records a reference as found here (command, position, body search_path). */
   ref(r: { kind: NameRef['kind']; schema: string | null; name: string; need: Need; create: boolean; temp: boolean; location?: Json | undefined }): void {
     this.facts.refs.push({
       kind: r.kind,
@@ -166,6 +176,7 @@ export class Walker {
     this.facts.refusal ??= refusal;
   }
 
+  /** 1-based character position of a parser location; null inside bodies. */
   position(location: Json | undefined): number | null {
     if (this.ctx.offsets === null || typeof location !== 'number' || location < 0) return null;
     return this.ctx.offsets.position(location);

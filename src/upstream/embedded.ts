@@ -43,6 +43,8 @@ export interface EmbeddedOptions {
   port: number;
   database: string;
   log: Logger;
+  /** Extra server settings for this start (`-c name=value`), e.g. benchmark tuning. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 export interface EmbeddedCluster {
@@ -195,7 +197,8 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedClus
   // The log is appended to across starts: explain a failure from this start's lines only.
   const logStart = (await stat(logFile).catch(() => undefined))?.size ?? 0;
   try {
-    await execAs(bins.pg_ctl, ['start', '-w', '-t', '60', '-D', pgDir, '-l', logFile, '-o', `-p ${opts.port}`], ids);
+    const settings = Object.entries(opts.settings ?? {}).map(([k, v]) => ` -c ${k}=${v}`).join('');
+    await execAs(bins.pg_ctl, ['start', '-w', '-t', '60', '-D', pgDir, '-l', logFile, '-o', `-p ${opts.port}${settings}`], ids);
   } catch (err: unknown) {
     if (err instanceof PgError) throw err;
     const text = await readFile(logFile).then((b) => b.subarray(logStart).toString('utf8'), () => String(err));

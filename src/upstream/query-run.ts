@@ -57,6 +57,7 @@ interface Batch {
 /** A statement whose rows are read batch by batch. */
 export class RunningStatement {
   private finished = false;
+  private rowsRead: number;
   private command: string | null = null;
   private rowCount: number | null = null;
 
@@ -66,7 +67,9 @@ export class RunningStatement {
     readonly columns: readonly Column[],
     /** The rows that came with the column description. */
     readonly firstRows: readonly Row[],
-  ) {}
+  ) {
+    this.rowsRead = firstRows.length;
+  }
 
   /**
    * Starts `sql` on `client` and waits for its first batch of at most `maxRows` rows, so that
@@ -76,7 +79,8 @@ export class RunningStatement {
   static async start(client: pg.PoolClient, sql: string, types: TypeCatalog, maxRows: number): Promise<RunningStatement> {
     const cursor = client.query(new StatementCursor(sql, undefined, { rowMode: 'array', types: textTypes }));
     const first = await readBatch(cursor, maxRows);
-    if (cursor.copy) throw copyRefused();
+    // COPY TO STDOUT of an empty table sends no CopyData: its tag tells.
+    if (cursor.copy || cursor.tag?.startsWith('COPY ')) throw copyRefused();
     const fields = first.result.fields ?? [];
     const described = await types.describe(fields.map((f) => ({ oid: f.dataTypeID, typmod: f.dataTypeModifier })));
     const names = uniqueNames(fields.map((f) => f.name));
@@ -100,6 +104,7 @@ export class RunningStatement {
   async next(maxRows: number): Promise<Row[]> {
     if (this.finished) return [];
     const batch = await readBatch(this.cursor, maxRows);
+    this.rowsRead += batch.rows.length;
     this.note();
     return batch.rows;
   }
@@ -116,6 +121,8 @@ export class RunningStatement {
     if (this.cursor.tag !== undefined) {
       this.finished = true;
       ({ command: this.command, rowCount: this.rowCount } = parseCommandTag(this.cursor.tag));
+      // A SELECT read in batches is tagged with the rows of its last Execute only.
+      if (this.command === 'SELECT') this.rowCount = this.rowsRead;
     }
   }
 }

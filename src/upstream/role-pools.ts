@@ -68,7 +68,7 @@ export class RolePools {
       client.release(true);
       return;
     }
-    client.query('DISCARD ALL').then(
+    client.query('SELECT 1').then(
       () => client.release(),
       (err: unknown) => client.release(err instanceof Error ? err : true),
     );

@@ -35,9 +35,13 @@ export function check(d: Decision, e: Expected): void {
   }
 }
 
-/** One test per case. */
+/** One test per case, titled by its SQL (control characters escaped, long text cut). */
 export function table(cases: readonly Case[]): void {
-  test.each(cases.map((c) => [c[0], c[1], c[2] ?? inSales] as const))('%s', async (sql, expected, session) => {
-    check(await decide(sql, session), expected);
-  });
+  for (const [sql, expected, session] of cases) {
+    const shown = sql.length > 160 ? `${sql.slice(0, 150)}… (${sql.length} chars)` : sql;
+    const title = session === undefined ? shown : `${shown} [search_path ${session.searchPath.join(', ')}]`;
+    test(title.replace(/[\x00-\x1f\ud800-\udfff]/g, (c) => JSON.stringify(c).slice(1, -1)), async () => {
+      check(await decide(sql, session ?? inSales), expected);
+    });
+  }
 }

@@ -1,0 +1,164 @@
+/**
+ * The benchmark's world: one upstream Postgres (embedded, tuned once for every target), repobase
+ * in its own process on it, and PgBouncer (session mode, SCRAM, the same pool size) on it too.
+ * Every target reaches the same tables as the same role, `bench`.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, chown, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { packageRoot } from '../src/shared/package-root.js';
+import { createLogger } from '../src/shared/logger.js';
+import { startEmbedded } from '../src/upstream/embedded.js';
+import { rolePassword } from '../src/upstream/roles.js';
+import { freePort, run, start, waitFor } from './lib/proc.js';
+
+export const USER = 'bench';
+export const REPO = 'bench/pgbench';
+export const POOL_SIZE = 20;
+
+export interface Conn {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  dbname: string;
+}
+
+export interface BenchEnv {
+  dir: string;
+  adminUrl: string;
+  pgVersion: string;
+  direct: Conn;
+  repobase: Conn & { httpUrl: string; pid: number; key: string; env: NodeJS.ProcessEnv };
+  pgbouncer: (Conn & { version: string }) | { unavailable: string };
+  stop(): Promise<void>;
+}
+
+/** libpq keyword/value string (pgbench, psql). */
+export function conninfo(c: Conn, sslmode: 'disable' | 'require' = 'disable'): string {
+  const q = (v: string | number) => `'${String(v).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  return `host=${q(c.host)} port=${q(c.port)} user=${q(c.user)} password=${q(c.password)} dbname=${q(c.dbname)} sslmode=${sslmode}`;
+}
+
+async function ensurePgbouncer(): Promise<string | undefined> {
+  if ((await run('sh', ['-c', 'command -v pgbouncer'])).code === 0) return undefined;
+  if (userInfo().uid !== 0) return 'pgbouncer is not installed (apt-get install pgbouncer)';
+  process.stderr.write('installing pgbouncer from Debian…\n');
+  const r = await run('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer']);
+  return r.code === 0 ? undefined : `pgbouncer could not be installed: ${r.stderr.trim().split('\n').slice(-1)[0] ?? ''}`;
+}
+
+export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv> {
+  const dir = await mkdtemp(join(tmpdir(), 'repobase-bench-'));
+  await chmod(dir, 0o755);
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    log('starting the upstream Postgres');
+    const pgPort = await freePort();
+    // Durability off for every target alike: the benchmark measures the proxies, not the disk.
+    const cluster = await startEmbedded({
+      dataDir: join(dir, 'upstream'),
+      port: pgPort,
+      database: 'bench',
+      log: createLogger('warn'),
+      settings: { max_connections: '400', shared_buffers: '256MB', fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' },
+    });
+    stops.push(() => cluster.stop());
+    const admin = new pg.Client({ connectionString: cluster.adminUrl });
+    admin.on('error', () => undefined);
+    await admin.connect();
+    stops.push(() => admin.end());
+    const pgVersion = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
+
+    log('starting repobase');
+    const secret = randomBytes(16).toString('hex');
+    const [httpPort, wirePort] = [await freePort(), await freePort()];
+    const env = {
+      ...process.env,
+      REPOBASE_UPSTREAM_URL: cluster.adminUrl,
+      REPOBASE_DATA_DIR: join(dir, 'repobase'),
+      REPOBASE_SECRET: secret,
+      REPOBASE_HTTP_PORT: String(httpPort),
+      REPOBASE_PG_PORT: String(wirePort),
+      REPOBASE_LOG_LEVEL: 'warn',
+      REPOBASE_PG_SESSIONS_PER_USER: String(POOL_SIZE * 2),
+      REPOBASE_UPSTREAM_POOL_MAX: String(POOL_SIZE),
+    };
+    const bin = join(packageRoot, 'bin', 'repobase.js');
+    const created = await run(process.execPath, [bin, 'user', 'create', USER], { env });
+    if (created.code !== 0) throw new Error(`repobase user create failed: ${created.stderr}`);
+    const key = created.stdout.trim();
+    await run(process.execPath, [bin, 'repo', 'create', REPO], { env });
+    const service = start('repobase', process.execPath, [bin, 'serve'], env);
+    stops.push(service.stop);
+    const httpUrl = `http://127.0.0.1:${httpPort}`;
+    await waitFor('repobase', async () => (await fetch(`${httpUrl}/healthz`)).ok);
+    // Direct and PgBouncer sessions see the same tables unqualified, as repobase's database name does.
+    await admin.query(`ALTER ROLE ${USER} SET search_path = "${REPO}"`);
+
+    const password = rolePassword(secret, USER);
+    const direct: Conn = { host: '127.0.0.1', port: pgPort, user: USER, password, dbname: 'bench' };
+    const repobase = { host: '127.0.0.1', port: wirePort, user: USER, password: key, dbname: REPO, httpUrl, pid: service.child.pid!, key, env };
+
+    log('starting PgBouncer');
+    const problem = await ensurePgbouncer();
+    let pgbouncer: BenchEnv['pgbouncer'] = { unavailable: problem ?? '' };
+    if (!problem) {
+      const bdir = join(dir, 'pgbouncer');
+      await run('mkdir', ['-p', bdir]);
+      const bport = await freePort();
+      const certDir = join(dir, 'repobase');
+      await writeFile(join(bdir, 'userlist.txt'), `"${USER}" "${password}"\n`);
+      await writeFile(
+        join(bdir, 'pgbouncer.ini'),
+        [
+          '[databases]',
+          `bench = host=127.0.0.1 port=${pgPort} dbname=bench`,
+          '[pgbouncer]',
+          'listen_addr = 127.0.0.1',
+          `listen_port = ${bport}`,
+          "unix_socket_dir = ''",
+          'auth_type = scram-sha-256',
+          `auth_file = ${join(bdir, 'userlist.txt')}`,
+          'pool_mode = session',
+          `default_pool_size = ${POOL_SIZE * 2}`,
+          'max_client_conn = 2000',
+          'ignore_startup_parameters = extra_float_digits,options',
+          `logfile = ${join(bdir, 'pgbouncer.log')}`,
+          'client_tls_sslmode = allow',
+          `client_tls_cert_file = ${join(bdir, 'tls-cert.pem')}`,
+          `client_tls_key_file = ${join(bdir, 'tls-key.pem')}`,
+          '',
+        ].join('\n'),
+      );
+      // Same certificate as repobase's (generated at its start), so both TLS rows do the same crypto.
+      await writeFile(join(bdir, 'tls-cert.pem'), await readFile(join(certDir, 'tls-cert.pem')));
+      await writeFile(join(bdir, 'tls-key.pem'), await readFile(join(certDir, 'tls-key.pem')), { mode: 0o600 });
+      // PgBouncer refuses to run as root.
+      const asRoot = userInfo().uid === 0;
+      if (asRoot) {
+        const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
+        const gid = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
+        for (const f of ['', 'userlist.txt', 'pgbouncer.ini', 'tls-cert.pem', 'tls-key.pem']) await chown(join(bdir, f), uid, gid);
+      }
+      const version = (await run('pgbouncer', ['--version'])).stdout.split('\n')[0] ?? 'pgbouncer';
+      const bouncer = asRoot ? start('pgbouncer', 'runuser', ['-u', 'postgres', '--', 'pgbouncer', join(bdir, 'pgbouncer.ini')], process.env) : start('pgbouncer', 'pgbouncer', [join(bdir, 'pgbouncer.ini')], process.env);
+      stops.push(bouncer.stop);
+      const conn: Conn = { host: '127.0.0.1', port: bport, user: USER, password, dbname: 'bench' };
+      await waitFor('pgbouncer', async () => (await run('psql', [conninfo(conn), '-Atc', 'SELECT 1'])).stdout.trim() === '1', 15_000).catch((err: unknown) => {
+        throw new Error(`${String(err)}\n${bouncer.output()}`);
+      });
+      pgbouncer = { ...conn, version };
+    }
+    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, pgbouncer, stop };
+  } catch (err: unknown) {
+    await stop();
+    throw err;
+  }
+}

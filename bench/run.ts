@@ -1,0 +1,128 @@
+/**
+ * `npm run bench`: every front end side by side with its anchors in one run, as ratios.
+ * `npm run bench -- --quick` is a smoke run (under a minute), not a measurement.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { packageRoot } from '../src/shared/package-root.js';
+import { startBenchEnv } from './env.js';
+import { fmt } from './lib/stats.js';
+import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
+import { runRest, type RestResult } from './scenarios/rest.js';
+import { initPgbench, runWire, type WireResult } from './scenarios/wire.js';
+import { runUpload, type UploadResult } from './scenarios/upload.js';
+
+interface Targets {
+  name: string;
+  target: string;
+  ratio: number;
+  passed: boolean;
+}
+
+const quick = process.argv.includes('--quick');
+const settings = quick
+  ? { rounds: 1, seconds: 2, restSeconds: 2, scale: 1, connections: 1000, uploadMb: 10 }
+  : { rounds: 3, seconds: 10, restSeconds: 8, scale: 10, connections: 10_000, uploadMb: 100 };
+const log = (s: string) => process.stderr.write(`· ${s}\n`);
+
+function ratio(a: number | undefined, b: number | undefined): number {
+  return a !== undefined && b ? a / b : NaN;
+}
+
+async function policyBench(): Promise<{ cachedUs: number; uncachedUs: number; statements: number } | string> {
+  try {
+    const mod = (await import('./policy.js')) as { runPolicyBench?: () => Promise<{ cachedUs: number; uncachedUs: number; statements: number }> };
+    return mod.runPolicyBench ? await mod.runPolicyBench() : 'bench/policy.ts exports no runPolicyBench';
+  } catch (err: unknown) {
+    return `policy bench unavailable: ${(err as Error).message}`;
+  }
+}
+
+function wireTable(wire: WireResult[]): string[] {
+  const lines = ['| scenario | direct TPS | PgBouncer TPS | repobase TPS | repobase latency ms | repobase / direct | repobase / PgBouncer | spread (max−min)/median |', '|---|---|---|---|---|---|---|---|'];
+  for (const w of wire) {
+    const t = w.targets;
+    const spread = Object.entries(t).map(([n, r]) => `${n} ${fmt(r.tps.spreadPct)}%`).join(', ');
+    lines.push(
+      `| ${w.scenario} | ${fmt(t.direct?.tps.median ?? NaN)} | ${fmt(t.pgbouncer?.tps.median ?? NaN)} | ${fmt(t.repobase?.tps.median ?? NaN)} | ${fmt(t.repobase?.latencyMs.median ?? NaN, 3)} | ${fmt(ratio(t.repobase?.tps.median, t.direct?.tps.median), 2)} | ${fmt(ratio(t.repobase?.tps.median, t.pgbouncer?.tps.median), 2)} | ${spread} |`,
+    );
+  }
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const env = await startBenchEnv(log);
+  const results: {
+    wire?: WireResult[];
+    rest?: RestResult;
+    policy?: Awaited<ReturnType<typeof policyBench>>;
+    upload?: UploadResult | string;
+    connections?: ConnectionsResult | string;
+  } = {};
+  try {
+    log(`pgbench -i -s ${settings.scale} through repobase`);
+    await initPgbench(env, settings.scale);
+    results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log);
+    results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds }, log);
+    results.policy = await policyBench();
+    results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
+    results.connections = await runConnections(env, settings.connections, log).catch((err: unknown) => `connections failed: ${(err as Error).message}`);
+  } finally {
+    await env.stop();
+  }
+
+  const w = (name: string) => results.wire?.find((x) => x.scenario === name)?.targets;
+  const vsBouncer = (name: string) => ratio(w(name)?.repobase?.tps.median, w(name)?.pgbouncer?.tps.median);
+  const rest = results.rest?.targets;
+  const restRatio = ratio(rest?.repobase?.rps.median, rest?.['bare fastify+pg']?.rps.median);
+  const upload = typeof results.upload === 'object' ? results.upload : undefined;
+  const conns = typeof results.connections === 'object' ? results.connections : undefined;
+  const targets: Targets[] = [
+    { name: 'wire -S -M prepared vs PgBouncer', target: '≥ 1.0', ratio: vsBouncer('pgbench -S -M prepared'), passed: vsBouncer('pgbench -S -M prepared') >= 1 },
+    { name: 'wire TPC-B -M simple vs PgBouncer', target: '≥ 1.0', ratio: vsBouncer('pgbench TPC-B -M simple'), passed: vsBouncer('pgbench TPC-B -M simple') >= 1 },
+    { name: 'wire -S -M simple vs PgBouncer', target: '≥ 0.9', ratio: vsBouncer('pgbench -S -M simple'), passed: vsBouncer('pgbench -S -M simple') >= 0.9 },
+    { name: 'wire -S -M extended vs PgBouncer', target: '≥ 0.9', ratio: vsBouncer('pgbench -S -M extended'), passed: vsBouncer('pgbench -S -M extended') >= 0.9 },
+    { name: 'REST one-row select vs bare fastify+pg', target: '≥ 0.8', ratio: restRatio, passed: restRatio >= 0.8 },
+    { name: 'upload with inference vs psql \\copy', target: '≥ 0.5', ratio: upload?.ratio ?? NaN, passed: (upload?.ratio ?? 0) >= 0.5 },
+    { name: 'idle connections: KB RSS each', target: '< 20', ratio: conns ? conns.bytesPerConnection / 1024 : NaN, passed: conns ? conns.bytesPerConnection < 20 * 1024 : false },
+  ];
+
+  const bouncerVersion = 'unavailable' in env.pgbouncer ? `PgBouncer unavailable: ${env.pgbouncer.unavailable}` : env.pgbouncer.version;
+  const machine = { cores: cpus().length, cpu: cpus()[0]?.model ?? '', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, postgres: env.pgVersion, pgbouncer: bouncerVersion, quick };
+  const lines = [
+    `## repobase benchmark${quick ? ' (--quick: smoke run, not a measurement)' : ''}`,
+    '',
+    `${machine.cores} cores (${machine.cpu}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.pgbouncer}; ${settings.rounds} interleaved rounds, medians; pgbench scale ${settings.scale}, 8 clients, ${settings.seconds} s per run.`,
+    '',
+    ...wireTable(results.wire ?? []),
+    '',
+    '| REST (32 connections) | req/s | p50 ms | p99 ms | errors |',
+    '|---|---|---|---|---|',
+    ...Object.entries(rest ?? {}).map(([n, r]) => `| ${n} | ${fmt(r.rps.median)} | ${fmt(r.p50.median, 1)} | ${fmt(r.p99.median, 1)} | ${r.errors} |`),
+    '',
+    typeof results.policy === 'object'
+      ? `Policy: ${fmt(results.policy.cachedUs, 2)} µs per decision cached, ${fmt(results.policy.uncachedUs, 1)} µs uncached (${results.policy.statements} client statements).`
+      : `Policy: ${results.policy ?? 'not run'}`,
+    '',
+    upload
+      ? `Upload of a ${fmt(upload.megabytes)} MB CSV: repobase ${fmt(upload.repobaseMBps, 1)} MB/s, psql \\copy ${fmt(upload.psqlMBps, 1)} MB/s (ratio ${fmt(upload.ratio, 2)}); peak RSS growth of repobase ${fmt(upload.peakRssGrowthMb, 1)} MB.`
+      : `Upload: ${String(results.upload ?? 'not run')}`,
+    conns
+      ? `Idle connections: ${fmt(conns.connections)} authenticated wire clients, ${fmt(conns.bytesPerConnection / 1024, 1)} KB RSS each (${fmt(conns.rssBeforeMb)} → ${fmt(conns.rssAfterMb)} MB), opened in ${fmt(conns.secondsToOpen, 1)} s; a query on a fresh connection ${conns.freshQueryAnswers ? 'answers' : 'does NOT answer'}.`
+      : `Idle connections: ${String(results.connections ?? 'not run')}`,
+    '',
+    '| target | goal | measured | |',
+    '|---|---|---|---|',
+    ...targets.map((t) => `| ${t.name} | ${t.target} | ${fmt(t.ratio, 2)} | ${t.passed ? 'pass' : 'miss'} |`),
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+  const dir = join(packageRoot, 'bench', 'results');
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, quick ? 'quick.json' : 'latest.json'), JSON.stringify({ date: new Date().toISOString(), machine, settings, targets, results }, null, 2) + '\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

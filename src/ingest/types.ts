@@ -1,0 +1,64 @@
+/**
+ * Shared vocabulary of the ingest library: file formats, import options, parsed rows and the
+ * column types an upload can be given.
+ */
+
+/** File formats an upload may be in. */
+export const FORMATS = ['csv', 'tsv', 'json', 'ndjson', 'xlsx'] as const;
+export type Format = (typeof FORMATS)[number];
+
+/** `create`: a new table (42P07 if it exists); `replace`: swap the table's contents and schema; `append`: add rows. */
+export const MODES = ['create', 'replace', 'append'] as const;
+export type ImportMode = (typeof MODES)[number];
+
+/** Whether the first row of a CSV/TSV/XLSX file names the columns. */
+export const HEADER_MODES = ['auto', 'first_row', 'none'] as const;
+export type HeaderMode = (typeof HEADER_MODES)[number];
+
+/** The SQL types inference chooses from, as `format_type` spells them. */
+export type ColumnType = 'boolean' | 'bigint' | 'numeric' | 'double precision' | 'date' | 'timestamp without time zone' | 'timestamp with time zone' | 'jsonb' | 'text';
+
+/** One record of the file: where it starts (line, or row/element for XLSX/JSON) and its cells; null is SQL NULL. */
+export interface ParsedRow {
+  line: number;
+  values: (string | null)[];
+}
+
+/**
+ * A reader turns the upload's bytes into batches of rows. `names` is set by formats whose
+ * records carry their own column names (JSON keys); it may grow while reading.
+ */
+export interface RowReader {
+  readonly names?: readonly string[];
+  /** What a row's `line` counts: "line" (text formats), "row" (XLSX), "element" (JSON arrays). */
+  readonly unit: 'line' | 'row' | 'element';
+  rows(): AsyncIterable<ParsedRow[]>;
+}
+
+/** Options of one upload, after validation. */
+export interface ParseOptions {
+  format?: Format | undefined;
+  header: HeaderMode;
+  /** One character; auto-detected when undefined. */
+  delimiter?: string | undefined;
+  /** Unquoted texts read as NULL; default: the empty unquoted field only. */
+  nullValues: readonly string[];
+  /** A WHATWG encoding label (utf-8, latin1, windows-1252, utf-16le, shift_jis…). */
+  encoding: string;
+  /** The file's name, for format sniffing by extension. */
+  fileName?: string | undefined;
+}
+
+/** An inferred column of the result. */
+export interface InferredColumn {
+  name: string;
+  type: ColumnType;
+  /** The `to_date` layout of a non-ISO date column. */
+  dateLayout?: string | undefined;
+}
+
+/** Counters a running import reports. */
+export interface Progress {
+  bytes: number;
+  rows: number;
+}

@@ -1,0 +1,162 @@
+/**
+ * Limits of the REST API on a server configured small: body size (413), statement size (413),
+ * rate limit (429), statement timeout (504), row cap (truncated), upstream down (503), and
+ * that nothing a statement does to its session outlives its request.
+ */
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/ports.js';
+import { startRest, type RestServer } from '../helpers/rest.js';
+
+let srv: RestServer;
+
+beforeAll(async () => {
+  srv = await startRest({
+    config: {
+      httpBodyLimitBytes: 4096,
+      maxStatementBytes: 2000,
+      rateLimitMax: 30,
+      statementTimeoutMs: 1000,
+      maxResultRows: 10,
+      // One connection per role: a statement's session changes would meet the next request.
+      upstreamPoolMax: 1,
+    },
+  });
+});
+
+afterAll(async () => {
+  await srv?.stop();
+});
+
+describe('size limits', () => {
+  it('a body over httpBodyLimitBytes is 413 54000', async () => {
+    const { key } = await srv.user('big');
+    const r = await srv.call(key, 'POST', '/query/', { query_string: `SELECT '${'x'.repeat(5000)}'` });
+    expect(r.status).toBe(413);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('54000');
+  });
+
+  it('a statement over maxStatementBytes is 413 54000, with the query echoed', async () => {
+    const { key } = await srv.user('long');
+    const sql = `SELECT '${'x'.repeat(2100)}'`;
+    const r = await srv.query(key, sql);
+    expect(r.status).toBe(413);
+    expect(r.body.error?.code).toBe('54000');
+    expect(r.body.query_string).toBe(sql);
+  });
+
+  it('a body that is not what the schema says is 400 22023', async () => {
+    const { key } = await srv.user('bad');
+    const r = await srv.call(key, 'POST', '/query/', { sql: 'SELECT 1' });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('22023');
+    const notJson = await srv.call(key, 'POST', '/query/', '{"query_string": ');
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: { code: string } }).error.code).toBe('22P02');
+  });
+});
+
+describe('rate limit', () => {
+  it('answers 429 53400 with Retry-After past rateLimitMax requests of one key; other keys go on', async () => {
+    const a = await srv.user('busy');
+    const b = await srv.user('calm');
+    for (let i = 0; i < 30; i++) {
+      const r = await srv.call(a.key, 'GET', '/keys/');
+      expect(r.status, `request ${i + 1}`).toBe(200);
+    }
+    const limited = await srv.call(a.key, 'GET', '/keys/');
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(((await limited.json()) as { error: { code: string } }).error.code).toBe('53400');
+    expect((await srv.call(b.key, 'GET', '/keys/')).status).toBe(200);
+  });
+});
+
+describe('statement timeout', () => {
+  it('is 504 57014 after statementTimeoutMs', async () => {
+    const { key } = await srv.user('slow');
+    const started = Date.now();
+    const r = await srv.query(key, 'SELECT pg_sleep(5)');
+    expect(r.status).toBe(504);
+    expect(r.body.error?.code).toBe('57014');
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('cannot be switched off for later requests by SET or set_config', async () => {
+    const { key } = await srv.user('sneaky');
+    expect((await srv.query(key, 'SET statement_timeout = 0')).status).toBe(200);
+    expect((await srv.query(key, 'SELECT pg_sleep(3)')).status).toBe(504);
+    expect((await srv.query(key, "SELECT set_config('statement_timeout', '0', false)")).status).toBe(200);
+    expect((await srv.query(key, 'SELECT pg_sleep(3)')).status).toBe(504);
+  });
+});
+
+describe('one request, one session', () => {
+  it('a SET search_path or an open BEGIN does not reach the next request', async () => {
+    const { key, name } = await srv.user('session');
+    await srv.query(key, `CREATE SCHEMA "${name}/r"`);
+    expect((await srv.query(key, `SET search_path TO "${name}/r"`)).status).toBe(200);
+    expect((await srv.query(key, "SELECT current_setting('search_path') AS p")).body.data).toEqual([['public']]);
+    expect((await srv.query(key, 'BEGIN')).body).toMatchObject({ command: 'BEGIN' });
+    // Inside a transaction block now() would stay the time of BEGIN.
+    const first = await srv.query(key, 'SELECT now()::text AS t');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = await srv.query(key, 'SELECT now()::text AS t');
+    expect(first.body.data?.[0]?.[0]).not.toBe(second.body.data?.[0]?.[0]);
+  });
+});
+
+describe('row cap', () => {
+  it('ends a longer result with "truncated": true after maxResultRows rows', async () => {
+    const { key } = await srv.user('many');
+    const r = await srv.query(key, 'SELECT g FROM generate_series(1, 25) g');
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ fields: { g: 'INTEGER' }, command: null, row_count: 10, truncated: true });
+    expect(r.body.data).toEqual([[1], [2], [3], [4], [5], [6], [7], [8], [9], [10]]);
+    const exact = await srv.query(key, 'SELECT g FROM generate_series(1, 10) g');
+    expect(exact.body).toMatchObject({ command: 'SELECT', row_count: 10 });
+    expect(exact.body.truncated).toBeUndefined();
+    // The connection went back to the pool in a usable state (pool of one).
+    expect((await srv.query(key, 'SELECT 1 AS one')).body.data).toEqual([[1]]);
+  });
+
+  it('tells CSV clients by the trailer X-Repobase-Truncated', async () => {
+    const { key } = await srv.user('csvcap');
+    const fetchCsv = (sql: string) =>
+      new Promise<{ body: string; trailers: NodeJS.Dict<string> }>((resolve, reject) => {
+        const req = request(`${srv.url}/api/v1beta/query/`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'text/csv' },
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ body, trailers: res.trailers }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ query_string: sql }));
+      });
+    const cut = await fetchCsv('SELECT g FROM generate_series(1, 25) g');
+    expect(cut.body.split('\r\n')).toHaveLength(12); // header, 10 rows, final empty
+    expect(cut.trailers['x-repobase-truncated']).toBe('true');
+    const whole = await fetchCsv('SELECT g FROM generate_series(1, 3) g');
+    expect(whole.body).toBe('g\r\n1\r\n2\r\n3\r\n');
+    expect(whole.trailers['x-repobase-truncated']).toBe('false');
+  });
+});
+
+describe('upstream down', () => {
+  it('is 503 08006 when the user role cannot connect upstream', async () => {
+    const port = await freePort();
+    const down = await startRest({ cluster: { roleConnection: (role: string) => ({ host: '127.0.0.1', port, user: role, password: 'x', database: 'x' }) } });
+    try {
+      const { key } = await down.user('stranded');
+      const r = await down.query(key, 'SELECT 1');
+      expect(r.status).toBe(503);
+      expect(r.body.error?.code).toBe('08006');
+    } finally {
+      await down.stop();
+    }
+  });
+});

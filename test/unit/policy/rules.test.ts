@@ -1,0 +1,241 @@
+// Service rules, repo creation in SQL, and session changes.
+import { describe, expect, test } from 'vitest';
+import type { HandledAction, Session } from '../../../src/policy/index.js';
+import { allow, changes, deny, denied, table, unsupported, type Expected } from './expect.js';
+import { decide } from './fixture.js';
+
+const handled = (action: HandledAction): Expected => ({ kind: 'handled', action });
+const create = (repo: string, ifNotExists = false): Expected => handled({ kind: 'create_repo', owner: 'alice', repo, ifNotExists });
+const drop = (repo: string, ifExists = false, cascade = false): Expected => handled({ kind: 'drop_repo', owner: 'alice', repo, ifExists, cascade });
+
+describe('roles and privileges', () => {
+  table([
+    ['CREATE ROLE x', denied()],
+    ['CREATE USER x PASSWORD \'p\'', denied()],
+    ['CREATE GROUP g', denied()],
+    ["ALTER ROLE alice PASSWORD 'x'", denied()],
+    ['ALTER USER alice SET search_path = x', denied()],
+    ['ALTER ROLE alice RENAME TO bob', denied()],
+    ['DROP ROLE bob', denied()],
+    ['DROP USER IF EXISTS bob', denied()],
+    ['DROP GROUP g', denied()],
+    ['SET ROLE bob', denied()],
+    ['SET ROLE "bob"', denied()],
+    ['SET LOCAL ROLE bob', denied()],
+    ['SET "ROLE" TO bob', denied()],
+    ['SET SESSION AUTHORIZATION bob', denied()],
+    ['SET SESSION AUTHORIZATION DEFAULT', allow],
+    ['RESET SESSION AUTHORIZATION', allow],
+    ['RESET ROLE', allow],
+    ['SET ROLE NONE', allow],
+    ["SELECT set_config('role', 'bob', false)", denied()],
+    ["SELECT set_config('ROLE', 'bob', false)", denied()],
+    ["SELECT pg_catalog.set_config('session_authorization', 'bob', true)", denied()],
+    ['GRANT bob TO alice', denied()],
+    ['REVOKE bob FROM alice', denied()],
+    ['REASSIGN OWNED BY alice TO bob', denied()],
+    ['DROP OWNED BY alice', denied()],
+    ['GRANT SELECT ON "alice/sales".t TO bob', denied()],
+    ['GRANT ALL ON ALL TABLES IN SCHEMA "alice/sales" TO PUBLIC', denied()],
+    ['REVOKE ALL ON SCHEMA "alice/sales" FROM PUBLIC', denied()],
+    ['GRANT USAGE ON SCHEMA "alice/sales" TO bob', denied()],
+    ['ALTER DEFAULT PRIVILEGES IN SCHEMA "alice/sales" GRANT SELECT ON TABLES TO bob', denied()],
+    ['ALTER TABLE "alice/sales".t OWNER TO bob', denied()],
+    ['ALTER FUNCTION "alice/sales".f() OWNER TO bob', denied()],
+    ['ALTER SCHEMA "alice/sales" OWNER TO bob', denied()],
+    ['ALTER TYPE "alice/sales".mood OWNER TO CURRENT_USER', denied()],
+  ]);
+
+  test('GRANT is refused with a pointer to the sharing API', async () => {
+    const d = await decide('GRANT SELECT ON "alice/sales".t TO bob');
+    expect(d.kind === 'deny' && d.error.hint).toContain('PUT /api/v1beta/repos/<user>/<repo>/collaborators/<name>');
+  });
+});
+
+describe('server administration, extensions, foreign data', () => {
+  table([
+    ['CREATE DATABASE x', denied()],
+    ['DROP DATABASE repobase', denied()],
+    ['ALTER DATABASE repobase SET search_path = x', denied()],
+    ['ALTER DATABASE repobase RENAME TO x', denied()],
+    ['COMMENT ON DATABASE repobase IS \'x\'', denied()],
+    ["ALTER SYSTEM SET work_mem = '1GB'", denied()],
+    ['ALTER SYSTEM RESET ALL', denied()],
+    ["LOAD 'auto_explain'", denied()],
+    ['CHECKPOINT', denied()],
+    ['REINDEX DATABASE repobase', denied()],
+    ['REINDEX SYSTEM repobase', denied()],
+    ['CREATE EXTENSION dblink', denied()],
+    ['CREATE EXTENSION IF NOT EXISTS postgis SCHEMA "alice/sales"', denied()],
+    ['ALTER EXTENSION plpgsql UPDATE', denied()],
+    ['DROP EXTENSION plpgsql', denied()],
+    ['COMMENT ON EXTENSION plpgsql IS \'x\'', denied()],
+    ['ALTER FUNCTION "alice/sales".f() DEPENDS ON EXTENSION plpgsql', denied()],
+    ["CREATE TABLESPACE ts LOCATION '/tmp/ts'", denied()],
+    ['ALTER TABLESPACE pg_default SET (seq_page_cost = 1)', denied()],
+    ['DROP TABLESPACE ts', denied()],
+    ['ALTER TABLE ALL IN TABLESPACE pg_default SET TABLESPACE x', denied()],
+    ["CREATE SUBSCRIPTION s CONNECTION 'host=x' PUBLICATION p", denied()],
+    ['CREATE PUBLICATION p FOR ALL TABLES', denied()],
+    ['ALTER PUBLICATION p ADD TABLE "alice/sales".t', denied()],
+    ['DROP PUBLICATION p', denied()],
+    ['DROP SUBSCRIPTION s', denied()],
+    ['CREATE FOREIGN DATA WRAPPER w', denied()],
+    ['CREATE SERVER s FOREIGN DATA WRAPPER w', denied()],
+    ['CREATE USER MAPPING FOR alice SERVER s', denied()],
+    ['IMPORT FOREIGN SCHEMA x FROM SERVER s INTO "alice/sales"', denied()],
+    ['CREATE FOREIGN TABLE "alice/sales".f (a int) SERVER s', denied()],
+    ['DROP SERVER s', denied()],
+    ['CREATE LANGUAGE plperl', denied()],
+    ['DROP LANGUAGE plpgsql', denied()],
+    ['CREATE EVENT TRIGGER e ON ddl_command_start EXECUTE FUNCTION f()', denied()],
+    ['ALTER EVENT TRIGGER e DISABLE', denied()],
+    ['CREATE ACCESS METHOD am TYPE TABLE HANDLER heap_tableam_handler', denied()],
+    ['CREATE OPERATOR CLASS c FOR TYPE int USING btree AS OPERATOR 1 <', unsupported],
+    ["SECURITY LABEL ON TABLE \"alice/sales\".t IS 'x'", unsupported],
+  ]);
+});
+
+describe('server files and SQL given as text', () => {
+  table([
+    ["COPY \"alice/sales\".t TO '/tmp/x'", denied()],
+    ["COPY \"alice/sales\".t FROM '/etc/passwd'", denied()],
+    ["COPY \"alice/sales\".t TO PROGRAM 'cat'", denied()],
+    ["COPY \"alice/sales\".t FROM PROGRAM 'ls'", denied()],
+    ["COPY (SELECT 1) TO '/tmp/x'", denied()],
+    ["SELECT query_to_xml('select 1', true, false, '')", denied()],
+    ["SELECT pg_catalog.query_to_xml_and_xmlschema('select 1', true, false, '')", denied()],
+    ["SELECT query_to_xmlschema('select 1', true, false, '')", denied()],
+    ["SELECT cursor_to_xml('c', 1, true, false, '')", denied()],
+    ["SELECT table_to_xml('\"alice/sales\".t', true, false, '')", denied()],
+    ["SELECT schema_to_xml('alice/sales', true, false, '')", denied()],
+    ["SELECT database_to_xml(true, false, '')", denied()],
+    ["SELECT * FROM dblink('host=x', 'select 1') AS t(a int)", denied()],
+    ["SELECT dblink_exec('host=x', 'drop table t')", denied()],
+    ["SELECT * FROM ts_stat('SELECT v FROM \"bob/secret\".t')", denied()],
+    ["SELECT pg_read_file('/etc/passwd')", denied()],
+    ["SELECT pg_read_binary_file('/etc/passwd', 0, 10)", denied()],
+    ["SELECT * FROM pg_ls_dir('.')", denied()],
+    ["SELECT pg_stat_file('postgresql.conf')", denied()],
+    ["SELECT lo_import('/etc/passwd')", denied()],
+    ["SELECT lo_export(1234, '/tmp/x')", denied()],
+    ["SELECT \"alice/sales\".query_to_xml(1)", allow],
+    // Postgres lets a role signal only its own backends: each user is its own role.
+    ['SELECT pg_terminate_backend(1234)', allow],
+    ['SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = current_user', allow],
+  ]);
+});
+
+describe('repos in SQL', () => {
+  table([
+    ['CREATE SCHEMA "alice/new"', create('new')],
+    ['CREATE SCHEMA IF NOT EXISTS "alice/new"', create('new', true)],
+    ['create schema "alice/My-Repo.v2"', create('My-Repo.v2')],
+    ['CREATE SCHEMA "alice/x" AUTHORIZATION alice', create('x')],
+    ['CREATE SCHEMA "alice/x" AUTHORIZATION CURRENT_USER', create('x')],
+    ['CREATE SCHEMA "alice/x" AUTHORIZATION bob', denied()],
+    ['CREATE SCHEMA AUTHORIZATION alice', denied('alice')],
+    ['CREATE SCHEMA "bob/x"', denied()],
+    ['CREATE SCHEMA "Alice/x"', denied()],
+    ['CREATE SCHEMA foo', denied('foo')],
+    ['CREATE SCHEMA "alice/bad name"', deny('42602', 'bad name')],
+    ['CREATE SCHEMA "alice/"', deny('42602')],
+    ['CREATE SCHEMA "alice/a/b"', deny('42602', 'a/b')],
+    ['CREATE SCHEMA "alice/.."', deny('42602', '..')],
+    [`CREATE SCHEMA "alice/${'r'.repeat(50)}"`, create('r'.repeat(50))],
+    ['CREATE SCHEMA "alice/x" CREATE TABLE t (a int)', unsupported],
+    ['CREATE SCHEMA "alice/x"; SELECT 1', unsupported],
+    ['SELECT 1; DROP SCHEMA "alice/x"', unsupported],
+    ['DROP SCHEMA "alice/sales"', drop('sales')],
+    ['DROP SCHEMA IF EXISTS "alice/x" CASCADE', drop('x', true, true)],
+    ['DROP SCHEMA "bob/secret"', denied('bob/secret')],
+    ['DROP SCHEMA "bob/nothing"', denied('bob/nothing')],
+    ['DROP SCHEMA "carol/shared"', denied('carol/shared')],
+    ['DROP SCHEMA public', denied('public')],
+    ['DROP SCHEMA "alice/a", "alice/b"', unsupported],
+    ['ALTER SCHEMA "alice/sales" RENAME TO "alice/x"', unsupported],
+  ]);
+
+  test('the command tag is the one Postgres would send', async () => {
+    expect(await decide('CREATE SCHEMA "alice/new"')).toMatchObject({ kind: 'handled', commandTag: 'CREATE SCHEMA' });
+    expect(await decide('DROP SCHEMA "alice/new"')).toMatchObject({ kind: 'handled', commandTag: 'DROP SCHEMA' });
+  });
+
+  test('a schema that is not a repo gets a hint to create one', async () => {
+    const d = await decide('CREATE SCHEMA foo');
+    expect(d.kind === 'deny' && d.error.hint).toBe('CREATE SCHEMA "alice/foo"');
+  });
+});
+
+describe('LISTEN/NOTIFY channels are per user', () => {
+  table([
+    ['LISTEN "alice/events"', allow],
+    ['LISTEN events', denied('events')],
+    ["NOTIFY \"alice/x\", 'hi'", allow],
+    ['NOTIFY bobchannel', denied('bobchannel')],
+    ["SELECT pg_notify('alice/x', 'p')", allow],
+    ["SELECT pg_notify('x', 'p')", denied('x')],
+    ["SELECT pg_notify($1, 'p')", unsupported],
+    ['UNLISTEN *', allow],
+  ]);
+});
+
+describe('harmless statements', () => {
+  table([
+    ['BEGIN', allow],
+    ['START TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY', allow],
+    ['SAVEPOINT a', allow],
+    ['RELEASE SAVEPOINT a', allow],
+    ['ROLLBACK TO SAVEPOINT a', allow],
+    ['COMMIT', allow],
+    ['ROLLBACK', allow],
+    ['SET TRANSACTION READ ONLY', allow],
+    ['SHOW search_path', allow],
+    ['SHOW ALL', allow],
+    ["SET statement_timeout = '5s'", allow],
+    ["SET TIME ZONE 'UTC'", allow],
+    ["SET client_encoding = 'UTF8'", allow],
+    ['RESET statement_timeout', allow],
+    ['DISCARD PLANS', allow],
+    ['FETCH 10 FROM c', allow],
+    ['CLOSE c', allow],
+    ['DEALLOCATE ALL', allow],
+    ['SET CONSTRAINTS ALL DEFERRED', allow],
+    ['SELECT pg_sleep(0), version(), current_setting(\'search_path\')', allow],
+    ["SELECT set_config('statement_timeout', '1s', false)", allow],
+    ['SELECT pg_advisory_lock(1)', allow],
+  ]);
+});
+
+describe('session changes', () => {
+  const readonlyDefault: Session = { searchPath: ['alice/sales'], defaultSearchPath: ['alice/sales'] };
+  table([
+    ['SET search_path = "alice/sales", public', changes({ kind: 'search_path', value: ['alice/sales', 'public'] })],
+    ['SET search_path TO "dave/readonly"', changes({ kind: 'search_path', value: ['dave/readonly'] })],
+    ["SET search_path = '$user', public", changes({ kind: 'search_path', value: ['$user', 'public'] })],
+    ['SET search_path = "alice/newrepo"', changes({ kind: 'search_path', value: ['alice/newrepo'] })],
+    ['SET search_path = pg_catalog, "erin/public", pg_temp', changes({ kind: 'search_path', value: ['pg_catalog', 'erin/public', 'pg_temp'] })],
+    ['SET search_path = "bob/secret"', denied('bob/secret')],
+    ['SET SEARCH_PATH = "alice/sales", "bob/secret"', denied('bob/secret')],
+    ['SET search_path = foo', denied('foo')],
+    ["SET SCHEMA 'bob/secret'", denied('bob/secret')],
+    ['SET search_path TO DEFAULT', changes({ kind: 'reset_search_path' })],
+    ['RESET search_path', changes({ kind: 'reset_search_path' })],
+    ['RESET ALL', changes({ kind: 'reset_search_path' })],
+    ['DISCARD ALL', changes({ kind: 'reset_search_path' })],
+    ['SET search_path FROM CURRENT', changes()],
+    ['SET LOCAL search_path = "alice/sales"', unsupported],
+    ["SELECT set_config('search_path', '\"alice/sales\", public', false)", changes({ kind: 'search_path', value: ['alice/sales', 'public'] })],
+    ["SELECT pg_catalog.set_config('search_path', '', false)", changes({ kind: 'search_path', value: [] })],
+    ["SELECT set_config('search_path', 'x', true)", unsupported],
+    ["SELECT set_config('search_path', 'bob/secret', false)", denied('bob/secret')],
+    ['SET search_path = "carol/shared"; CREATE TABLE t (a int)', denied('carol/shared')],
+    ['SET search_path = "alice/empty"; CREATE TABLE t (a int)', changes({ kind: 'search_path', value: ['alice/empty'] })],
+    ['SET search_path = "dave/readonly"; SET search_path = "alice/sales"; INSERT INTO t VALUES (1)', changes(
+      { kind: 'search_path', value: ['dave/readonly'] },
+      { kind: 'search_path', value: ['alice/sales'] },
+    )],
+    ['RESET search_path; SELECT * FROM t', denied('public')],
+    ['RESET search_path; SELECT * FROM t', changes({ kind: 'reset_search_path' }), readonlyDefault],
+  ]);
+});
