@@ -10,7 +10,8 @@
  * csv-parse is pinned exactly; the csv-spectrum tests catch a change of that internal.
  */
 import { Parser, CsvError } from 'csv-parse';
-import { PgError, SqlState } from '../shared/errors.js';
+import { SqlState } from '../shared/errors.js';
+import { located } from './located.js';
 import type { ParsedRow, RowReader } from './types.js';
 
 /** A record longer than this (often an unclosed quote swallowing the file) is refused: memory stays bounded. */
@@ -62,24 +63,22 @@ class RowParser extends Parser {
     };
     if (chunk) this._transform(chunk, 'buffer', done);
     else this._flush(done);
-    if (failure !== undefined) throw csvError(failure);
+    if (failure !== undefined) throw csvError(failure, this.lastEnd + 1);
     const rows = this.rows;
     this.rows = [];
     return rows;
   }
 }
 
-function csvError(err: unknown): unknown {
+function csvError(err: unknown, line: number): unknown {
   if (!(err instanceof CsvError)) return err;
-  const lines = (err as CsvError & { lines?: number }).lines;
-  const where = lines !== undefined ? ` (line ${lines})` : '';
   if (err.code === 'CSV_MAX_RECORD_SIZE') {
-    return new PgError(SqlState.BadCopyFileFormat, `a record is longer than ${MAX_RECORD_CHARS} characters${where}`, { hint: 'is a quote left unclosed?' });
+    return located(SqlState.BadCopyFileFormat, line, `the record at line ${line} is longer than ${MAX_RECORD_CHARS} characters`, { hint: 'is a quote left unclosed?' });
   }
   if (err.code === 'CSV_QUOTE_NOT_CLOSED') {
-    return new PgError(SqlState.BadCopyFileFormat, `a quoted field is not closed before the end of the file${where}`);
+    return located(SqlState.BadCopyFileFormat, line, `the quoted field of the record at line ${line} is not closed before the end of the file`);
   }
-  return new PgError(SqlState.BadCopyFileFormat, `malformed CSV${where}: ${err.message}`);
+  return located(SqlState.BadCopyFileFormat, line, `malformed CSV at line ${line}: ${err.message}`);
 }
 
 /** Rows of CSV/TSV text (valid UTF-8 chunks) with `delimiter`; unquoted fields in `nullValues` are NULL. */

@@ -6,6 +6,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { PgError, SqlState } from '../shared/errors.js';
+import { located } from './located.js';
 
 /** Reads up to `size` bytes from the front of `source`; `rest` replays them followed by the remainder. */
 export async function peek(source: AsyncIterable<Buffer>, size: number): Promise<{ head: Buffer; rest: AsyncIterable<Buffer> }> {
@@ -63,13 +64,13 @@ function firstInvalid(buf: Buffer): number {
 }
 
 function invalidUtf8(line: number, encoding: string): PgError {
-  return new PgError(SqlState.CharacterNotInRepertoire, `invalid byte sequence for encoding "${encoding}" at line ${line}`, {
+  return located(SqlState.CharacterNotInRepertoire, line, `invalid byte sequence for encoding "${encoding}" at line ${line}`, {
     hint: encoding === 'UTF8' ? 'the file is not UTF-8: name its encoding, e.g. encoding=latin1 or encoding=windows-1252' : undefined,
   });
 }
 
 function binary(line: number): PgError {
-  return new PgError(SqlState.BadCopyFileFormat, `the file holds binary data (a NUL byte at line ${line}), not text`, {
+  return located(SqlState.BadCopyFileFormat, line, `the file holds binary data (a NUL byte at line ${line}), not text`, {
     hint: 'upload CSV, TSV, JSON, NDJSON or XLSX',
   });
 }

@@ -6,7 +6,8 @@
  * values keep their exact text: numbers are not passed through a double, nested objects and
  * arrays become JSON text (JSONB columns), strings are unescaped, null is NULL.
  */
-import { PgError, SqlState } from '../shared/errors.js';
+import { type PgError, SqlState } from '../shared/errors.js';
+import { located } from './located.js';
 import type { ParsedRow, RowReader } from './types.js';
 
 /** Largest single record; beyond it the file is refused so memory stays bounded. */
@@ -18,7 +19,7 @@ const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const LITERAL = /true|false|null/y;
 
 function malformed(line: number, what: string): PgError {
-  return new PgError(SqlState.InvalidTextRepresentation, `invalid JSON at line ${line}: ${what}`);
+  return located(SqlState.InvalidTextRepresentation, line, `invalid JSON at line ${line}: ${what}`);
 }
 
 function match(re: RegExp, text: string, at: number): number {

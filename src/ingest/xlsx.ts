@@ -56,7 +56,11 @@ export function xlsxReader(source: AsyncIterable<Buffer>): RowReader {
       let sheets = 0;
       try {
         for await (const sheet of workbook) {
-          if (sheets++ > 0) continue; // later sheets are skipped, but the archive is still read to its end
+          if (sheets++ > 0) {
+            // Later sheets are skipped, but read through: the archive is consumed to its end.
+            for await (const skipped of sheet) void skipped;
+            continue;
+          }
           let batch: ParsedRow[] = [];
           for await (const row of sheet) {
             const cells = row.values as ExcelJS.CellValue[];

@@ -1,0 +1,158 @@
+/**
+ * The final step of an import, in one transaction on the staging connection (the user's own
+ * role): create the table with the inferred types, or replace an existing one (built under a
+ * reserved name, then swapped in), or append to one by casting staged text into its column
+ * types. Any failure rolls back: no new table, the old one untouched.
+ */
+import type pg from 'pg';
+import { escapeIdentifier, escapeLiteral } from 'pg';
+import { PgError, SqlState } from '../shared/errors.js';
+import { fromDriverError } from '../upstream/pg-error.js';
+import { located } from './located.js';
+import { RESERVED_PREFIX } from './names.js';
+import { STAGING, stagingColumn } from './staging.js';
+import type { ImportMode, InferredColumn } from './types.js';
+
+export interface Target {
+  schema: string;
+  table: string;
+  mode: ImportMode;
+}
+
+/** A column of an existing table, with its type as `format_type` spells it. */
+export interface ExistingColumn {
+  name: string;
+  type: string;
+}
+
+const qualified = (schema: string, table: string) => `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
+
+async function run(client: pg.ClientBase, sql: string, values?: unknown[]): Promise<pg.QueryResult> {
+  try {
+    return await client.query(sql, values);
+  } catch (err: unknown) {
+    throw fromDriverError(err) ?? err;
+  }
+}
+
+/** The columns of an existing table (as the user sees it), or undefined when there is none. */
+export async function existingColumns(client: pg.ClientBase, schema: string, table: string): Promise<ExistingColumn[] | undefined> {
+  const res = await run(
+    client,
+    `SELECT a.attname AS name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type
+       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+      ORDER BY a.attnum`,
+    [schema, table],
+  );
+  if (res.rowCount === 0) return undefined;
+  return (res.rows as { name: string | null; type: string | null }[]).filter((r) => r.name !== null).map((r) => ({ name: r.name!, type: r.type! }));
+}
+
+/** SQL reading staging column `i` as `column`'s inferred type. */
+function castOf(i: number, column: InferredColumn): string {
+  const col = stagingColumn(i);
+  if (column.type === 'text') return col;
+  if (column.dateLayout) return `to_date(${col}, ${escapeLiteral(column.dateLayout)})`;
+  return `${col}::${column.type}`;
+}
+
+const where = (skipLine: number | undefined) => (skipLine === undefined ? '' : ` WHERE line <> ${Number(skipLine)}`);
+
+async function inTransaction<T>(client: pg.ClientBase, fn: () => Promise<T>): Promise<T> {
+  await run(client, 'BEGIN');
+  try {
+    const result = await fn();
+    await run(client, 'COMMIT');
+    return result;
+  } catch (err: unknown) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Finds the first staged value that does not read as `type` (Postgres 16+: pg_input_is_valid),
+ * to name its line and column in the error; undefined when none is found or the server is older.
+ */
+async function firstBadValue(client: pg.ClientBase, columns: { index: number; name: string; type: string }[]): Promise<{ line: number; column: string; value: string } | undefined> {
+  for (const c of columns) {
+    if (c.type === 'text') continue;
+    const col = stagingColumn(c.index);
+    try {
+      const res = await client.query<{ line: string; value: string }>(
+        `SELECT line, ${col} AS value FROM ${STAGING} WHERE ${col} IS NOT NULL AND NOT pg_input_is_valid(${col}, $1) ORDER BY line LIMIT 1`,
+        [c.type],
+      );
+      const row = res.rows[0];
+      if (row) return { line: Number(row.line), column: c.name, value: row.value };
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+async function explainCastFailure(client: pg.ClientBase, err: unknown, columns: { index: number; name: string; type: string }[]): Promise<unknown> {
+  const pgErr = fromDriverError(err);
+  if (!pgErr || !pgErr.code.startsWith('22')) return err;
+  const bad = await firstBadValue(client, columns);
+  if (!bad) return pgErr;
+  return located(pgErr.code, bad.line, `line ${bad.line}, column "${bad.column}": ${pgErr.message}`, {
+    detail: `the value ${JSON.stringify(bad.value.slice(0, 200))} is not a valid ${bad.type ?? 'value'}`,
+    hint: 'fix the value in the file, or change the column type first (ALTER TABLE … ALTER COLUMN … TYPE text)',
+  });
+}
+
+/** Creates (or replaces) the table with `columns` from the staged rows; returns the row count. */
+export async function createTable(client: pg.ClientBase, target: Target, columns: InferredColumn[], skipLine: number | undefined): Promise<number> {
+  const build = target.mode === 'replace' ? `${RESERVED_PREFIX}new_${process.pid}_${Date.now().toString(36)}` : target.table;
+  const table = qualified(target.schema, build);
+  const defs = columns.map((c) => `${escapeIdentifier(c.name)} ${c.type}`).join(', ');
+  const select = columns.map((c, i) => castOf(i, c)).join(', ');
+  try {
+    return await inTransaction(client, async () => {
+      await run(client, `CREATE TABLE ${table} (${defs})`);
+      const res = await run(client, `INSERT INTO ${table} SELECT ${select} FROM ${STAGING}${where(skipLine)}`);
+      if (target.mode === 'replace') {
+        await run(client, `DROP TABLE IF EXISTS ${qualified(target.schema, target.table)}`);
+        await run(client, `ALTER TABLE ${table} RENAME TO ${escapeIdentifier(target.table)}`);
+      }
+      return res.rowCount ?? 0;
+    });
+  } catch (err: unknown) {
+    const typed = columns.map((c, i) => ({ index: i, name: c.name, type: c.dateLayout ? 'text' : c.type }));
+    throw await explainCastFailure(client, err, typed);
+  }
+}
+
+/**
+ * Appends the staged rows to an existing table. With a header, file columns go to the table
+ * columns of the same name; without, by position. Table columns the file lacks get their defaults.
+ */
+export async function appendRows(client: pg.ClientBase, target: Target, existing: ExistingColumn[], fileColumns: string[], byName: boolean, skipLine: number | undefined): Promise<number> {
+  const byColumn = new Map(existing.map((c) => [c.name, c]));
+  const mapped = fileColumns.map((name, index) => {
+    const to = byName ? byColumn.get(name) : existing[index];
+    if (!to) {
+      throw new PgError(
+        byName ? '42703' : SqlState.BadCopyFileFormat,
+        byName ? `column "${name}" of the file is not a column of table "${target.table}"` : `the file has ${fileColumns.length} columns; table "${target.table}" has ${existing.length}`,
+        { hint: `the table's columns: ${existing.map((c) => c.name).join(', ')}` },
+      );
+    }
+    return { index, name: to.name, type: to.type };
+  });
+  const table = qualified(target.schema, target.table);
+  const cols = mapped.map((m) => escapeIdentifier(m.name)).join(', ');
+  const select = mapped.map((m) => `${stagingColumn(m.index)}::${m.type}`).join(', ');
+  try {
+    return await inTransaction(client, async () => {
+      const res = await run(client, `INSERT INTO ${table} (${cols}) SELECT ${select} FROM ${STAGING}${where(skipLine)}`);
+      return res.rowCount ?? 0;
+    });
+  } catch (err: unknown) {
+    throw await explainCastFailure(client, err, mapped);
+  }
+}

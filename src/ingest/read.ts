@@ -1,0 +1,153 @@
+/**
+ * One pass over an upload: sniff the format, parse rows as the bytes arrive, infer every
+ * column's type from every value, and hand each row to a sink (the staging COPY, or nothing for
+ * a preview) in COPY text batches. Memory is bounded by one input chunk, one batch and the
+ * preview rows, whatever the size of the file.
+ */
+import { PgError, SqlState } from '../shared/errors.js';
+import { csvReader } from './csv.js';
+import { decodeText, effectiveEncoding, peek } from './decode.js';
+import { Inference, isHeaderRow } from './infer.js';
+import { jsonReader } from './json.js';
+import { located } from './located.js';
+import { columnNames } from './names.js';
+import { assertTextLike, detectDelimiter, detectFormat } from './sniff.js';
+import { copyLine, MAX_COLUMNS, tooManyColumns, type RowSink } from './staging.js';
+import type { Format, InferredColumn, ParseOptions, ParsedRow, Progress, RowReader } from './types.js';
+import { xlsxReader } from './xlsx.js';
+
+/** Rows kept for the preview answer. */
+export const PREVIEW_ROWS = 20;
+const SNIFF_BYTES = 64 * 1024;
+const BATCH_CHARS = 512 * 1024;
+
+/** What one pass learnt about the file. */
+export interface Reading {
+  format: Format;
+  delimiter?: string | undefined;
+  /** Whether the first row named the columns (always true for JSON objects). */
+  header: boolean;
+  columns: InferredColumn[];
+  /** Data rows (the header excluded). */
+  rows: number;
+  /** Line of a header row that was staged as a candidate and must be left out of the table. */
+  skipLine?: number | undefined;
+  /** The first data rows, for previews. */
+  sample: (string | null)[][];
+}
+
+async function* counted(source: AsyncIterable<Buffer>, progress: Progress): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    progress.bytes += chunk.length;
+    yield chunk;
+  }
+}
+
+async function openReader(source: AsyncIterable<Buffer>, opts: ParseOptions): Promise<{ reader: RowReader; format: Format; delimiter?: string }> {
+  const { head, rest } = await peek(source, SNIFF_BYTES);
+  const format = detectFormat(head, opts.fileName, opts.format);
+  if (format === 'xlsx') return { reader: xlsxReader(rest), format };
+  assertTextLike(head);
+  const text = decodeText(rest, effectiveEncoding(head, opts.encoding));
+  if (format === 'json' || format === 'ndjson') return { reader: jsonReader(text, format === 'json'), format };
+  let delimiter = opts.delimiter ?? (format === 'tsv' ? '\t' : undefined);
+  let input: AsyncIterable<Buffer> = text;
+  if (delimiter === undefined) {
+    const sniffed = await peek(text, SNIFF_BYTES);
+    delimiter = detectDelimiter(sniffed.head.toString('utf8'));
+    input = sniffed.rest;
+  }
+  return { reader: csvReader(input, delimiter, opts.nullValues), format, delimiter };
+}
+
+function ragged(row: ParsedRow, width: number): PgError {
+  return located(SqlState.BadCopyFileFormat, row.line, `line ${row.line} has ${row.values.length} fields; expected ${width} like the first line`, {
+    hint: 'every line of a CSV file must have the same number of fields (quote fields that contain the delimiter)',
+  });
+}
+
+/** Reads the whole upload into `sink`; `progress` counts bytes read and rows staged. */
+export async function readUpload(source: AsyncIterable<Buffer>, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress): Promise<Reading> {
+  const { reader, format, delimiter } = await openReader(counted(source, progress), opts);
+  const strict = format === 'csv' || format === 'tsv';
+  const keyed = () => reader.names !== undefined && reader.names.length > 0;
+  const inference = new Inference();
+  const firstInference = new Inference();
+  let out: RowSink | undefined;
+  let width = 0;
+  let names: string[] | undefined;
+  let candidate: ParsedRow | undefined;
+  let repeated: boolean[] = [];
+  let staged = 0;
+  let batch = '';
+  const sample: (string | null)[][] = [];
+
+  for await (const rows of reader.rows()) {
+    for (const row of rows) {
+      if (out === undefined) {
+        width = keyed() ? reader.names!.length : row.values.length;
+        if (width > MAX_COLUMNS) throw tooManyColumns(width);
+        out = await sink(width);
+        if (!keyed() && opts.header === 'first_row') {
+          names = columnNames(row.values);
+          continue;
+        }
+        if (!keyed() && opts.header === 'auto') {
+          candidate = row;
+          repeated = row.values.map(() => false);
+          firstInference.add(row.values);
+          sample.push(row.values);
+          batch += copyLine(row.line, row.values, width);
+          continue;
+        }
+      }
+      const now = keyed() ? reader.names!.length : row.values.length;
+      if (now !== width) {
+        if (strict) throw ragged(row, width);
+        if (now > width) {
+          if (batch) await out.write(batch);
+          batch = '';
+          await out.widen(now);
+          width = now;
+        }
+      }
+      inference.add(row.values);
+      if (candidate) {
+        const first = candidate.values;
+        for (let i = 0; i < first.length; i++) if (row.values[i] === first[i]) repeated[i] = true;
+      }
+      if (sample.length <= PREVIEW_ROWS) sample.push(row.values);
+      batch += copyLine(row.line, row.values, width);
+      staged++;
+    }
+    progress.rows = staged;
+    if (batch.length >= BATCH_CHARS && out) {
+      await out.write(batch);
+      batch = '';
+    }
+  }
+  if (out === undefined) throw new PgError(SqlState.BadCopyFileFormat, 'the file holds no records', { hint: 'upload a file with at least one row' });
+  if (batch) await out.write(batch);
+  await out.close();
+
+  inference.widen(width);
+  let header = names !== undefined || keyed();
+  let skipLine: number | undefined;
+  if (candidate) {
+    header = isHeaderRow(candidate.values, inference.types(), repeated);
+    if (header) {
+      names = columnNames(candidate.values, width);
+      skipLine = candidate.line;
+      sample.shift();
+    } else {
+      inference.merge(firstInference);
+      staged++;
+    }
+  }
+  if (keyed()) names = columnNames(reader.names!, width);
+  names ??= columnNames([], width);
+  if (names.length < width) names = columnNames(names, width);
+  progress.rows = staged;
+  const columns = inference.types().map((t, i) => ({ name: names![i]!, ...t }));
+  return { format, delimiter, header, columns, rows: staged, skipLine, sample: sample.slice(0, PREVIEW_ROWS) };
+}

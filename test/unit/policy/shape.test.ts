@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { literalShape } from '../../../src/policy/shape.js';
+
+describe('literalShape', () => {
+  it.each([
+    ['SELECT abalance FROM pgbench_accounts WHERE aid = 123456;', 'SELECT abalance FROM pgbench_accounts WHERE aid = 0;'],
+    ['UPDATE t SET a = a + -42 WHERE id = 7', 'UPDATE t SET a = a + -0 WHERE id = 0'],
+    ['SELECT 1.5, .5, 1e10, 2.5E-3, 0x1F, 1_000, 0o17, 0b101', 'SELECT 0, 0, 0, 0, 0, 0, 0, 0'],
+    ['SELECT a[1], b::numeric(10,2) FROM t LIMIT 5 OFFSET 10', 'SELECT a[0], b::numeric(0,0) FROM t LIMIT 0 OFFSET 0'],
+    ["SELECT '123', E'it\\'s 4', $$ 5 $$, $tag$ 6 $tag$, \"col 7\", t1.c2 FROM t3 WHERE x = 8", "SELECT '123', E'it\\'s 4', $$ 5 $$, $tag$ 6 $tag$, \"col 7\", t1.c2 FROM t3 WHERE x = 0"],
+    ['SELECT $1, $22 -- 3\n, 4 /* 5 /* 6 */ 7 */', 'SELECT $1, $22 -- 3\n, 0 /* 5 /* 6 */ 7 */'],
+  ])('%s', (sql, shape) => {
+    expect(literalShape(sql)).toBe(shape);
+  });
+
+  it('is undefined without numbers, and for number-like junk', () => {
+    expect(literalShape('SELECT * FROM "bob/x".t')).toBeUndefined();
+    expect(literalShape("SELECT 'a1', \"b2\", c3")).toBeUndefined();
+    expect(literalShape('SELECT 1FROM t')).toBeUndefined();
+    expect(literalShape("SELECT 1abc")).toBeUndefined();
+  });
+
+  it('never touches digits inside strings that may name objects', () => {
+    expect(literalShape("SELECT nextval('\"bob/x\".seq1'), 2")).toBe("SELECT nextval('\"bob/x\".seq1'), 0");
+    expect(literalShape("SELECT 'a''1' || 2")).toBe("SELECT 'a''1' || 0");
+  });
+});
+
+describe('decisions shared by statements of one shape', () => {
+  it('statements differing only in numbers share an allow; denials and rewrites stay exact', async () => {
+    const { createPolicy } = await import('../../../src/policy/index.js');
+    const { alice, inSales } = await import('./fixture.js');
+    const policy = await createPolicy({ maxStatementBytes: 1 << 20 });
+    const first = policy.decide('SELECT * FROM "alice/sales".t WHERE id = 1', alice, inSales);
+    const second = policy.decide('SELECT * FROM "alice/sales".t WHERE id = 123456789', alice, inSales);
+    expect(first).toMatchObject({ kind: 'allow' });
+    expect(second).toMatchObject({ kind: 'allow' });
+    // A denial carries positions of its own text, whatever was cached for the shape.
+    const d1 = policy.decide('SELECT 1 FROM "bob/secret".t', alice, inSales);
+    const d2 = policy.decide('SELECT 123456 FROM "bob/secret".t', alice, inSales);
+    expect(d1).toMatchObject({ kind: 'deny' });
+    expect(d2).toMatchObject({ kind: 'deny' });
+    // The same rights check runs on a shape hit: another principal is still denied.
+    const bob = { user: 'bob', repos: new Map() };
+    expect(policy.decide('SELECT * FROM "alice/sales".t WHERE id = 77', bob, inSales)).toMatchObject({ kind: 'deny', error: { code: '42501' } });
+    // A rewrite's text is the statement's own, numbers included.
+    const r1 = policy.decide('ALTER TABLE t ALTER COLUMN c TYPE numeric(10,2)', alice, inSales);
+    const r2 = policy.decide('ALTER TABLE t ALTER COLUMN c TYPE numeric(12,4)', alice, inSales);
+    expect(r1).toMatchObject({ kind: 'rewrite', sql: 'ALTER TABLE t ALTER COLUMN c TYPE numeric(10,2) USING "c"::numeric(10,2)' });
+    expect(r2).toMatchObject({ kind: 'rewrite', sql: 'ALTER TABLE t ALTER COLUMN c TYPE numeric(12,4) USING "c"::numeric(12,4)' });
+    await policy.close();
+  });
+});
