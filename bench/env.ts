@@ -89,6 +89,8 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
       REPOBASE_LOG_LEVEL: 'warn',
       REPOBASE_PG_SESSIONS_PER_USER: String(POOL_SIZE * 2),
       REPOBASE_UPSTREAM_POOL_MAX: String(POOL_SIZE),
+      // The REST scenario measures throughput, not the per-key rate limit.
+      REPOBASE_RATE_LIMIT_MAX: '100000000',
     };
     const bin = join(packageRoot, 'bin', 'repobase.js');
     const created = await run(process.execPath, [bin, 'user', 'create', USER], { env });

@@ -25,6 +25,10 @@ const settings = quick
   ? { rounds: 1, seconds: 2, restSeconds: 2, scale: 1, connections: 1000, uploadMb: 10 }
   : { rounds: 3, seconds: 10, restSeconds: 8, scale: 10, connections: 10_000, uploadMb: 100 };
 const log = (s: string) => process.stderr.write(`· ${s}\n`);
+/** `--only wire,rest` runs just those scenarios (for working on one); the report marks the rest "not run". */
+const onlyArg = process.argv.indexOf('--only');
+const only = onlyArg > 0 ? new Set((process.argv[onlyArg + 1] ?? '').split(',')) : undefined;
+const wanted = (name: string) => !only || only.has(name);
 
 function ratio(a: number | undefined, b: number | undefined): number {
   return a !== undefined && b ? a / b : NaN;
@@ -63,11 +67,15 @@ async function main(): Promise<void> {
   try {
     log(`pgbench -i -s ${settings.scale} through repobase`);
     await initPgbench(env, settings.scale);
-    results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log);
-    results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds }, log);
-    results.policy = await policyBench();
-    results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
-    results.connections = await runConnections(env, settings.connections, log).catch((err: unknown) => `connections failed: ${(err as Error).message}`);
+    if (wanted('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log);
+    if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds }, log);
+    if (wanted('policy')) results.policy = await policyBench();
+    if (wanted('upload')) {
+      results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
+    }
+    if (wanted('connections')) {
+      results.connections = await runConnections(env, settings.connections, log).catch((err: unknown) => `connections failed: ${(err as Error).message}`);
+    }
   } finally {
     await env.stop();
   }

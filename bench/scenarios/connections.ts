@@ -26,9 +26,9 @@ export async function runConnections(env: BenchEnv, count: number, log: (s: stri
     let ready = '';
     await waitFor(`${count} idle connections`, async () => {
       ready = /ready (\d+) (\d+)/.exec(clients.output())?.[0] ?? '';
-      if (clients.child.exitCode !== null) throw new Error(clients.output());
-      return ready !== '';
+      return ready !== '' || clients.child.exitCode !== null;
     }, 600_000);
+    if (!ready) throw new Error(`the idle clients failed: ${clients.output().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 2000));
     const after = rssOf(env.repobase.pid);
     const fresh = await run('psql', [conninfo(env.repobase), '-Atc', 'SELECT 42']);
