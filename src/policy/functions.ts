@@ -4,6 +4,7 @@ import type { Need } from './facts.js';
 import { boolConst, nodeOf, stringConst, type Json } from './json.js';
 import { splitIdentifiers } from './names.js';
 import { refusals } from './refusals.js';
+import { readingSettingRefusal } from './settings.js';
 import type { Walker } from './walker.js';
 
 // Functions that run SQL handed to them as text: the policy cannot check that SQL.
@@ -96,6 +97,9 @@ function setConfig(w: Walker, args: readonly Json[]): void {
     w.refuse(refusals.nonConstant('set_config', 'setting name'));
   } else if (setting === 'role' || setting === 'session_authorization') {
     w.refuse(refusals.roleGames(`set_config('${setting}', …)`));
+  } else if (setting === 'standard_conforming_strings' || setting === 'client_encoding') {
+    const refusal = readingSettingRefusal(setting, constString(args[1]) ?? '?');
+    if (refusal) w.refuse(refusal);
   } else if (setting === 'search_path') {
     const value = constString(args[1]);
     const local = boolConst(args[2]);

@@ -82,6 +82,12 @@ export const refusals = {
     code: unsupported,
     message: `${fn}() needs a constant ${what} here, so repobase can tell what it changes`,
   }),
+  /** Settings that change how statement text is read: the policy's reading must stay Postgres'. */
+  readingSetting: (name: string, keep: string): Refusal => ({
+    code: unsupported,
+    message: `changing ${name} is not supported: ${keep}`,
+    hint: 'repobase checks every statement as Postgres reads it with these settings',
+  }),
   localSearchPath: {
     code: unsupported,
     message: 'SET LOCAL search_path is not supported',

@@ -3,6 +3,7 @@
 import type { Refusal } from './facts.js';
 import { arr, obj, str, stringConst, type JsonObject } from './json.js';
 import { refusals } from './refusals.js';
+import { readingSettingRefusal } from './settings.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
 const r = refusals;
@@ -80,6 +81,8 @@ function variableSet(w: Walker, n: JsonObject): void {
     if (!isReset) w.refuse(r.roleGames(name === 'role' ? 'SET ROLE' : 'SET SESSION AUTHORIZATION'));
     return;
   }
+  const reading = readingSettingRefusal(name, kind === 'VAR_RESET' || kind === 'VAR_SET_DEFAULT' ? undefined : arr(n.args).map((a) => stringConst(a) ?? '').join(','));
+  if (reading) return w.refuse(reading);
   if (name !== 'search_path' || kind === 'VAR_SET_CURRENT') return;
   if (n.is_local === true) {
     w.refuse(r.localSearchPath);

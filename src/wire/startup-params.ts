@@ -4,9 +4,9 @@
  * DISCARD ALL), `options` is unpacked into settings, and what would change identity or the
  * byte encoding the policy reads is refused.
  */
+import { readingSettingRefusal } from '../policy/settings.js';
 import { PgError, SqlState } from '../shared/errors.js';
 
-const UTF8_COMPATIBLE = new Set(['utf8', 'utf-8', 'unicode', 'sql_ascii']);
 const IDENTITY = new Set(['role', 'session_authorization', 'is_superuser']);
 
 /** Splits a libpq `options` string: space-separated, backslash escapes a character. */
@@ -104,12 +104,8 @@ export function upstreamStartup(client: Readonly<Record<string, string>>, repoPa
         hint: 'each API key connects as its own user; remove it from the connection options',
       });
     }
-    if (key === 'client_encoding' && !UTF8_COMPATIBLE.has(value.toLowerCase())) {
-      throw new PgError(SqlState.FeatureNotSupported, `client_encoding "${value}" is not supported`, {
-        severity: 'FATAL',
-        hint: 'repobase speaks UTF8: set client_encoding=UTF8 (PGCLIENTENCODING=UTF8)',
-      });
-    }
+    const reading = readingSettingRefusal(key, value);
+    if (reading) throw new PgError(reading.code, reading.message, { severity: 'FATAL', hint: key === 'client_encoding' ? 'set client_encoding=UTF8 (PGCLIENTENCODING=UTF8)' : reading.hint });
     params[name] = value;
   };
   for (const [name, value] of Object.entries(client)) {

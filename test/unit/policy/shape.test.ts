@@ -51,3 +51,23 @@ describe('decisions shared by statements of one shape', () => {
     await policy.close();
   });
 });
+
+describe('settings that change how Postgres reads a statement stay put', () => {
+  it.each([
+    ['SET standard_conforming_strings = off', 'deny'],
+    ['SET standard_conforming_strings TO false', 'deny'],
+    ["SELECT set_config('standard_conforming_strings', 'off', false)", 'deny'],
+    ['SET client_encoding = SJIS', 'deny'],
+    ["SET client_encoding TO 'GBK'", 'deny'],
+    ["SELECT set_config('client_encoding', 'BIG5', false)", 'deny'],
+    ['SET standard_conforming_strings = on', 'allow'],
+    ['RESET standard_conforming_strings', 'allow'],
+    ["SET client_encoding = 'UTF8'", 'allow'],
+    ['SET client_encoding TO DEFAULT', 'allow'],
+  ])('%s → %s', async (sql, kind) => {
+    const { decide } = await import('./fixture.js');
+    const d = await decide(sql);
+    expect(d.kind).toBe(kind);
+    if (d.kind === 'deny') expect(d.error.code).toBe('0A000');
+  });
+});
