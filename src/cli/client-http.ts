@@ -22,6 +22,7 @@ export function clientKey(ctx: CliContext, opts: ClientOptions): string | undefi
   return opts.key || ctx.env.REPOBASE_API_KEY || undefined;
 }
 
+/** A client for the server given by `--url`/REPOBASE_URL with the key of `-k`/REPOBASE_API_KEY (usage error without one). */
 export function createClient(ctx: CliContext, opts: ClientOptions): Client {
   const key = clientKey(ctx, opts);
   if (!key) throw new UsageError('no API key: pass -k/--key <key> or set REPOBASE_API_KEY');

@@ -66,6 +66,7 @@ export interface Renderer {
   fail(errorJson: string): void;
 }
 
+/** The renderer of one answer in `format`, writing to `out` (data) and `err` (warnings). */
 export function createRenderer(format: CliFormat, head: Head, headJson: string, out: (s: string) => void, err: (s: string) => void): Renderer {
   const names = Object.keys(head.fields);
   const truncNote = (t: Tail) => (t.truncated ? `WARNING: the server cut the result at ${t.row_count ?? 0} rows (its maxResultRows)\n` : '');

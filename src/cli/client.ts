@@ -80,6 +80,7 @@ export async function createRepoViaApi(ctx: CliContext, opts: ClientOptions, ref
   ctx.out(`${repo.name}\n`);
 }
 
+/** `repobase query` and `repobase repos`. */
 export function clientCommands(ctx: CliContext): Command[] {
   const query = withClientOptions(
     new Command('query')

@@ -7,6 +7,7 @@ import { configKeys, ConfigSchema, envName, flagName, loadConfig, type Config, t
 import { isPgError } from '../shared/errors.js';
 import { adminCommands } from './admin.js';
 import { clientCommands } from './client.js';
+import { uploadCommand } from './upload.js';
 import { serveCommand } from './serve.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -34,7 +35,7 @@ export function buildProgram(ctx: CliContext): Command {
     .showHelpAfterError();
   addConfigFlags(program);
   const config = (cmd: Command) => configFrom(cmd);
-  for (const cmd of [serveCommand(ctx, config), ...adminCommands(ctx, config), ...clientCommands(ctx)]) {
+  for (const cmd of [serveCommand(ctx, config), ...adminCommands(ctx, config), ...clientCommands(ctx), uploadCommand(ctx)]) {
     program.addCommand(cmd);
   }
   for (const cmd of program.commands) {

@@ -69,6 +69,30 @@ const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'import jobs',
+    sql: () => `
+      CREATE TABLE ${CONTROL_SCHEMA}.imports (
+        id uuid PRIMARY KEY,
+        user_name text NOT NULL REFERENCES ${CONTROL_SCHEMA}.users(name) ON DELETE CASCADE,
+        repo text NOT NULL,
+        table_name text NOT NULL,
+        mode text NOT NULL,
+        status text NOT NULL CHECK (status IN ('RECEIVED', 'PROCESSING', 'DONE', 'FAILED')),
+        bytes bigint NOT NULL DEFAULT 0,
+        rows bigint NOT NULL DEFAULT 0,
+        -- format, header, delimiter and inferred columns, once known
+        result jsonb,
+        error jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        -- heartbeat of the instance running it: a stale running job was interrupted
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz
+      );
+      CREATE INDEX ON ${CONTROL_SCHEMA}.imports (user_name, created_at);
+    `,
+  },
 ];
 
 /** Applies every migration not yet applied; returns the versions it applied. */

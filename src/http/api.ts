@@ -11,15 +11,17 @@ import { installAuth } from './auth.js';
 import { repoRoutes } from './routes/repos.js';
 import { keyRoutes } from './routes/keys.js';
 import { queryRoutes, type QueryDeps } from './routes/query.js';
+import { importRoutes } from './routes/import.js';
 import { ErrorBody } from './schemas.js';
 
 export interface ApiDeps extends Omit<QueryDeps, 'maxRows'> {
-  config: Pick<Config, 'maxResultRows' | 'rateLimitMax' | 'rateLimitWindowMs'>;
+  config: Pick<Config, 'maxResultRows' | 'rateLimitMax' | 'rateLimitWindowMs' | 'importMaxBytes' | 'importAsyncBytes'>;
 }
 
 /** SQLSTATE of the rate limit: Postgres' "configuration limit exceeded", answered as 429. */
 const RATE_LIMITED = '53400';
 
+/** The `/api/v1beta` plugin. */
 export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   app.addHook('onRoute', (route) => {
     const schema = (route.schema ??= {}) as Record<string, unknown>;
@@ -41,4 +43,5 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   await app.register(keyRoutes, { control: deps.control });
   const { control, policy, pools, types } = deps;
   await app.register(queryRoutes, { control, policy, pools, types, maxRows: deps.config.maxResultRows });
+  await app.register(importRoutes, { control, pools, config: deps.config });
 };

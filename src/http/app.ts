@@ -26,6 +26,7 @@ export interface AppDeps {
   pools: RolePools;
 }
 
+/** Builds the HTTP front end (routes registered, not listening); the caller listens and closes it. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log.child({ mod: 'http' }) as FastifyBaseLogger,

@@ -81,6 +81,7 @@ function fromFastifyError(err: FastifyError): PgError | undefined {
   }
 }
 
+/** The JSON body of every error answer. */
 export interface ErrorBody {
   error: { code: string; message: string; detail: string | null; hint: string | null; position: number | null };
   query_string?: string;

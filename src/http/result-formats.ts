@@ -20,6 +20,7 @@ import { errorObject } from './errors.js';
 
 export type ResultFormat = 'json' | 'ndjson' | 'csv';
 
+/** Content-Type of each format. */
 export const CONTENT_TYPES: Readonly<Record<ResultFormat, string>> = {
   json: 'application/json; charset=utf-8',
   ndjson: 'application/x-ndjson; charset=utf-8',
@@ -37,6 +38,7 @@ export function negotiateFormat(accept: string | undefined): ResultFormat {
   return 'json';
 }
 
+/** How a result ended. */
 export interface Outcome {
   command: string | null;
   rowCount: number | null;
@@ -52,6 +54,7 @@ export interface ResultWriter {
   failed(error: PgError): string | undefined;
 }
 
+/** The writer of one answer: `fields` and the value encoders are fixed here, once. */
 export function createWriter(format: ResultFormat, queryString: string, columns: readonly Column[]): ResultWriter {
   const encodings: ValueEncoding[] = columns.map((c) => c.type.encoding);
   const fields = JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, c.type.name])));

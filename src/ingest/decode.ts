@@ -5,6 +5,7 @@
  * order mark is dropped. Invalid UTF-8 and NUL bytes (binary data) fail with the line they are on.
  */
 import { isUtf8 } from 'node:buffer';
+import { TextDecoder } from 'node:util';
 import { PgError, SqlState } from '../shared/errors.js';
 import { located } from './located.js';
 

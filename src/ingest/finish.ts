@@ -76,17 +76,21 @@ async function inTransaction<T>(client: pg.ClientBase, fn: () => Promise<T>): Pr
  * Finds the first staged value that does not read as `type` (Postgres 16+: pg_input_is_valid),
  * to name its line and column in the error; undefined when none is found or the server is older.
  */
-async function firstBadValue(client: pg.ClientBase, columns: { index: number; name: string; type: string }[]): Promise<{ line: number; column: string; value: string } | undefined> {
+async function firstBadValue(
+  client: pg.ClientBase,
+  columns: { index: number; name: string; type: string }[],
+  skipLine: number | undefined,
+): Promise<{ line: number; column: string; value: string; type: string } | undefined> {
   for (const c of columns) {
     if (c.type === 'text') continue;
     const col = stagingColumn(c.index);
     try {
       const res = await client.query<{ line: string; value: string }>(
-        `SELECT line, ${col} AS value FROM ${STAGING} WHERE ${col} IS NOT NULL AND NOT pg_input_is_valid(${col}, $1) ORDER BY line LIMIT 1`,
+        `SELECT line, ${col} AS value FROM ${STAGING} WHERE ${col} IS NOT NULL AND NOT pg_input_is_valid(${col}, $1)${skipLine === undefined ? '' : ` AND line <> ${Number(skipLine)}`} ORDER BY line LIMIT 1`,
         [c.type],
       );
       const row = res.rows[0];
-      if (row) return { line: Number(row.line), column: c.name, value: row.value };
+      if (row) return { line: Number(row.line), column: c.name, value: row.value, type: c.type };
     } catch {
       return undefined;
     }
@@ -94,13 +98,18 @@ async function firstBadValue(client: pg.ClientBase, columns: { index: number; na
   return undefined;
 }
 
-async function explainCastFailure(client: pg.ClientBase, err: unknown, columns: { index: number; name: string; type: string }[]): Promise<unknown> {
+async function explainCastFailure(
+  client: pg.ClientBase,
+  err: unknown,
+  columns: { index: number; name: string; type: string }[],
+  skipLine: number | undefined,
+): Promise<unknown> {
   const pgErr = fromDriverError(err);
   if (!pgErr || !pgErr.code.startsWith('22')) return err;
-  const bad = await firstBadValue(client, columns);
+  const bad = await firstBadValue(client, columns, skipLine);
   if (!bad) return pgErr;
   return located(pgErr.code, bad.line, `line ${bad.line}, column "${bad.column}": ${pgErr.message}`, {
-    detail: `the value ${JSON.stringify(bad.value.slice(0, 200))} is not a valid ${bad.type ?? 'value'}`,
+    detail: `the value ${JSON.stringify(bad.value.slice(0, 200))} is not a valid ${bad.type}`,
     hint: 'fix the value in the file, or change the column type first (ALTER TABLE … ALTER COLUMN … TYPE text)',
   });
 }
@@ -123,7 +132,7 @@ export async function createTable(client: pg.ClientBase, target: Target, columns
     });
   } catch (err: unknown) {
     const typed = columns.map((c, i) => ({ index: i, name: c.name, type: c.dateLayout ? 'text' : c.type }));
-    throw await explainCastFailure(client, err, typed);
+    throw await explainCastFailure(client, err, typed, skipLine);
   }
 }
 
@@ -153,6 +162,6 @@ export async function appendRows(client: pg.ClientBase, target: Target, existing
       return res.rowCount ?? 0;
     });
   } catch (err: unknown) {
-    throw await explainCastFailure(client, err, mapped);
+    throw await explainCastFailure(client, err, mapped, skipLine);
   }
 }

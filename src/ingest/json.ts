@@ -6,6 +6,7 @@
  * values keep their exact text: numbers are not passed through a double, nested objects and
  * arrays become JSON text (JSONB columns), strings are unescaped, null is NULL.
  */
+import { TextDecoder } from 'node:util';
 import { type PgError, SqlState } from '../shared/errors.js';
 import { located } from './located.js';
 import type { ParsedRow, RowReader } from './types.js';

@@ -44,6 +44,8 @@ export const ConfigSchema = Type.Object({
   httpBodyLimitBytes: Positive('largest REST request body in bytes; a larger one is refused with 413 (54000)'),
   rateLimitMax: Positive('REST requests one API key may make per rate-limit window; more get 429 (53400) with Retry-After'),
   rateLimitWindowMs: Positive('length of the REST rate-limit window, in milliseconds'),
+  importMaxBytes: Positive('largest file POST /import/ accepts, in bytes; a larger one is refused with 413 (54000)'),
+  importAsyncBytes: Positive('uploads larger than this (by Content-Length) answer 202 with a job at once instead of waiting for the table'),
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;

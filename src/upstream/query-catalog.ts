@@ -34,6 +34,7 @@ async function run<R extends pg.QueryResultRow>(db: Pick<pg.Pool, 'query'>, sql:
   }
 }
 
+/** The tables of `schema` with their columns (types as `format_type` prints them, upper-cased). */
 export async function listTables(db: Pick<pg.Pool, 'query'>, schema: string): Promise<TableInfo[]> {
   const rows = await run<{ table: string; column: string | null; type: string | null }>(db, TABLES_SQL, [schema]);
   const tables: TableInfo[] = [];
@@ -48,6 +49,7 @@ export async function listTables(db: Pick<pg.Pool, 'query'>, schema: string): Pr
   return tables;
 }
 
+/** True when `schema` still holds any object. */
 export async function schemaHasObjects(db: Pick<pg.Pool, 'query'>, schema: string): Promise<boolean> {
   const rows = await run<{ has: boolean }>(db, HAS_OBJECTS_SQL, [schema]);
   return rows[0]?.has === true;

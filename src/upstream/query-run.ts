@@ -9,8 +9,10 @@ import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from './pg-error.js';
 import type { ColumnType, TypeCatalog } from './query-types.js';
 
+/** One row: each value the text Postgres printed, or null. */
 export type Row = (string | null)[];
 
+/** A result column: its (unique) name and type. */
 export interface Column {
   name: string;
   type: ColumnType;
@@ -103,7 +105,13 @@ export class RunningStatement {
   /** The next batch of at most `maxRows` rows; empty when done. */
   async next(maxRows: number): Promise<Row[]> {
     if (this.finished) return [];
-    const batch = await readBatch(this.cursor, maxRows);
+    let batch: Batch;
+    try {
+      batch = await readBatch(this.cursor, maxRows);
+    } catch (err: unknown) {
+      this.finished = true; // an error ends the statement: nothing left to close
+      throw err;
+    }
     this.rowsRead += batch.rows.length;
     this.note();
     return batch.rows;
@@ -121,8 +129,10 @@ export class RunningStatement {
     if (this.cursor.tag !== undefined) {
       this.finished = true;
       ({ command: this.command, rowCount: this.rowCount } = parseCommandTag(this.cursor.tag));
-      // A SELECT read in batches is tagged with the rows of its last Execute only.
-      if (this.command === 'SELECT') this.rowCount = this.rowsRead;
+      // A portal read in batches is tagged with the rows of its last Execute only (SELECT,
+      // INSERT … RETURNING), and SHOW or EXPLAIN return rows under a tag without a count: a
+      // statement that returns rows counts the rows it returned.
+      if (this.command === 'SELECT' || this.columns.length > 0) this.rowCount = this.rowsRead;
     }
   }
 }

@@ -39,6 +39,7 @@ const TYPE_SQL = `SELECT oid::int AS oid, typcategory AS category, typelem::int 
   FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])`;
 const NAME_SQL = `SELECT o::int AS oid, m AS typmod, pg_catalog.format_type(o, m) AS name FROM unnest($1::oid[], $2::int[]) AS u(o, m)`;
 
+/** Type names and encodings of result columns; built-in types cached for the process's life. */
 export class TypeCatalog {
   /** Built-in types only: see FIRST_NORMAL_OID. */
   private readonly rows = new Map<number, TypeRow>();

@@ -63,6 +63,19 @@ describe('a 1,000,000-row result', () => {
   });
 });
 
+describe('statements returning rows other than SELECT', () => {
+  it('INSERT … RETURNING over several batches answers every row with the tag\'s count; SHOW counts its rows', async () => {
+    await post(`CREATE SCHEMA "${alice.name}/ret"`);
+    await post(`CREATE TABLE "${alice.name}/ret".t (id int)`);
+    const r = (await (await post(`INSERT INTO "${alice.name}/ret".t SELECT generate_series(1, 2500) RETURNING id`)).json()) as { data: number[][]; command: string; row_count: number };
+    expect(r.command).toBe('INSERT');
+    expect(r.row_count).toBe(2500);
+    expect(r.data).toHaveLength(2500);
+    expect(r.data.at(-1)).toEqual([2500]);
+    expect(await (await post('SHOW search_path')).json()).toMatchObject({ fields: { search_path: 'TEXT' }, data: [['public']], command: 'SHOW', row_count: 1 });
+  });
+});
+
 describe('formats', () => {
   const sql = "SELECT 1 AS n, 'a,b' AS t, NULL::text AS z, '' AS e, true AS b, 9007199254740993::int8 AS big UNION ALL SELECT 2, 'say \"hi\"', 'x', 'y', false, 0";
 

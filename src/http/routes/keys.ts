@@ -4,6 +4,7 @@ import type { ControlPlane } from '../../control/control-plane.js';
 import { principalOf } from '../auth.js';
 import { KeyList, KeyParams, NewKey } from '../schemas.js';
 
+/** Routes under `/keys/`. */
 export const keyRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = async (app, { control }) => {
   app.get('/keys/', { schema: { summary: 'your active keys (no secrets)', tags: ['keys'], response: { 200: KeyList } } }, async (req) => {
     const keys = await control.listKeys(principalOf(req).user);

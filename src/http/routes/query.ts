@@ -18,6 +18,7 @@ import { publicError } from '../errors.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
 import { QueryRequest, QueryResult } from '../schemas.js';
 
+/** What the query route needs, injected by the composition root. */
 export interface QueryDeps {
   control: ControlPlane;
   policy: Policy;
@@ -57,7 +58,7 @@ async function perform(control: ControlPlane, principal: Principal, action: Hand
         throw new PgError(SqlState.InvalidSchemaName, `schema "${name}" does not exist`);
       }
       if (!action.cascade && (await schemaHasObjects(control.admin, name))) {
-        throw new PgError('2BP01', `cannot drop schema "${name}" because other objects depend on it`, {
+        throw new PgError('2BP01' /* dependent_objects_still_exist */, `cannot drop schema "${name}" because other objects depend on it`, {
           hint: 'Use DROP ... CASCADE to drop the dependent objects too.',
         });
       }
@@ -68,7 +69,7 @@ async function perform(control: ControlPlane, principal: Principal, action: Hand
   }
 }
 
-/** The SQL to run for an allowed statement, or undefined when the answer is already complete. */
+/** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
 async function decide(deps: QueryDeps, principal: Principal, sql: string): Promise<{ sql: string } | { done: string }> {
   const rights = await deps.control.rights(principal.user);
   const decision: Decision = await deps.policy.decide(sql, rights, SESSION);
@@ -89,6 +90,7 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string): Promi
   }
 }
 
+/** Starts the statement and returns its answer as a stream; errors before the first row are thrown. */
 async function stream(deps: QueryDeps, principal: Principal, sql: string, queryString: string, format: ResultFormat, reply: FastifyReply): Promise<Readable> {
   const client = await deps.pools.connect(principal.user);
   let statement: RunningStatement;
@@ -111,6 +113,13 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
     return rows;
   };
   if (format === 'csv') reply.trailer('x-repobase-truncated', async () => String(truncated));
+  let finished = false;
+  const finish = async (failure?: unknown) => {
+    if (finished) return;
+    finished = true;
+    if (!statement.done) await statement.close();
+    deps.pools.release(client, failure);
+  };
   async function* pieces(): AsyncGenerator<string> {
     let failure: unknown;
     try {
@@ -129,17 +138,20 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
       yield closing;
     } finally {
       // Also reached when the client goes away mid-answer: the portal is closed, the connection reused.
-      if (!statement.done) await statement.close();
-      deps.pools.release(client, failure);
+      await finish(failure);
     }
   }
   async function* nonEmpty(): AsyncGenerator<string> {
     // An empty chunk would read as "nothing more for now" and could stall the stream.
     for await (const piece of pieces()) if (piece.length) yield piece;
   }
-  return Readable.from(nonEmpty(), { objectMode: false });
+  const body = Readable.from(nonEmpty(), { objectMode: false });
+  // A client gone before the first read never starts the generator, so its finally never runs.
+  body.once('close', () => void finish());
+  return body;
 }
 
+/** `POST /query/`. */
 export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, deps) => {
   app.post(
     '/query/',

@@ -58,6 +58,7 @@ async function owned(control: ControlPlane, user: string, ref: RepoRef): Promise
   return info;
 }
 
+/** Routes under `/repos/`. */
 export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = async (app, { control }) => {
   app.get('/repos/', { schema: { summary: 'your repos', tags: ['repos'], response: { 200: RepoList } } }, async (req) => {
     const repos = await control.listRepos(principalOf(req).user);

@@ -1,0 +1,89 @@
+/**
+ * The ingest library: an upload's bytes in, a typed table out (or a preview). It runs on a
+ * connection the caller gives it — logged in as the user's own role — and knows nothing of HTTP.
+ */
+import type pg from 'pg';
+import { PgError, SqlState } from '../shared/errors.js';
+import { fromDriverError } from '../upstream/pg-error.js';
+import { appendRows, createTable, existingColumns, type Target } from './finish.js';
+import { readUpload, type Reading } from './read.js';
+import { nullSink, Staging } from './staging.js';
+import type { Format, InferredColumn, ParseOptions, Progress } from './types.js';
+
+export type { Target } from './finish.js';
+export * from './types.js';
+export { assertTableName, tableNameFromFile, TABLE_NAME_RULE } from './names.js';
+export { lineOf } from './located.js';
+export { PREVIEW_ROWS } from './read.js';
+
+/** What an import did. */
+export interface ImportOutcome {
+  format: Format;
+  delimiter?: string | undefined;
+  header: boolean;
+  columns: InferredColumn[];
+  rows: number;
+}
+
+/** A preview: the inferred columns, the first rows, and the number of data rows. */
+export interface Preview extends ImportOutcome {
+  sample: (string | null)[][];
+}
+
+export interface ImportHooks {
+  /** Called once the whole file has been read and staged, before the final transaction. */
+  received?(reading: Reading): Promise<void>;
+}
+
+/** Checks the target before any byte is read: `create` must not find the table, `append` must. */
+export async function checkTarget(client: pg.ClientBase, target: Target): Promise<void> {
+  const existing = await existingColumns(client, target.schema, target.table);
+  if (target.mode === 'create' && existing) {
+    throw new PgError(SqlState.DuplicateTable, `table "${target.table}" already exists in repo "${target.schema}"`, {
+      hint: 'choose another table name, or send mode=replace or mode=append',
+    });
+  }
+  if (target.mode === 'append' && !existing) {
+    throw new PgError(SqlState.UndefinedTable, `table "${target.table}" does not exist in repo "${target.schema}"`, { hint: 'mode=create makes it' });
+  }
+}
+
+/**
+ * Imports one upload into `target` on `client` (the user's own role): stages every row, then
+ * creates, replaces or appends in one transaction. On failure nothing is left behind.
+ */
+export async function importUpload(client: pg.ClientBase, source: AsyncIterable<Buffer>, opts: ParseOptions, target: Target, progress: Progress, hooks: ImportHooks = {}): Promise<ImportOutcome> {
+  try {
+    // An upload may take longer than a REST statement may; the pool's reset restores the limit.
+    await client.query('SET statement_timeout = 0');
+  } catch (err: unknown) {
+    throw fromDriverError(err) ?? err;
+  }
+  await checkTarget(client, target);
+  let staging: Staging | undefined;
+  try {
+    const reading = await readUpload(source, opts, async (width) => (staging = await Staging.create(client, width)), progress);
+    await hooks.received?.(reading);
+    let rows: number;
+    if (target.mode === 'append') {
+      const existing = await existingColumns(client, target.schema, target.table);
+      if (!existing) throw new PgError(SqlState.UndefinedTable, `table "${target.table}" does not exist in repo "${target.schema}"`);
+      rows = await appendRows(client, target, existing, reading.columns.map((c) => c.name), reading.header, reading.skipLine);
+    } else {
+      rows = await createTable(client, target, reading.columns, reading.skipLine);
+    }
+    progress.rows = rows;
+    return { format: reading.format, delimiter: reading.delimiter, header: reading.header, columns: reading.columns, rows };
+  } catch (err: unknown) {
+    staging?.abort();
+    throw err;
+  } finally {
+    await staging?.drop().catch(() => undefined);
+  }
+}
+
+/** Reads a whole upload without touching any database: inferred columns and the first rows. */
+export async function previewUpload(source: AsyncIterable<Buffer>, opts: ParseOptions, progress: Progress = { bytes: 0, rows: 0 }): Promise<Preview> {
+  const reading = await readUpload(source, opts, async () => nullSink, progress);
+  return { format: reading.format, delimiter: reading.delimiter, header: reading.header, columns: reading.columns, rows: reading.rows, sample: reading.sample };
+}
