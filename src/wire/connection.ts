@@ -142,21 +142,20 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
     await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
     const acquire = () => deps.pool.acquire(principal.user, upstreamParams.params);
-    // Greet from an earlier login with the same settings when there is one, and take an upstream
-    // session only when the client first sends something: idle clients cost no upstream backend.
-    const known = deps.pool.greeting(principal.user, upstreamParams.params);
-    const upstream = known ? undefined : await acquire();
+    // Greet with what a login with these settings reports, and take an upstream session only when
+    // the client first sends something: idle clients cost no upstream backend.
+    const greeting = await deps.pool.greeting(principal.user, upstreamParams.params);
     clearTimeout(timer);
     const relayRef: { relay?: Relay } = {};
     const key = deps.cancels.register(() => {
       const s = relayRef.relay?.currentUpstream;
       return s && { host: s.host, port: s.port, processId: s.processId, secretKey: s.secretKey };
     });
-    for (const [name, value] of upstream?.parameters ?? known!) socket.write(buildParameterStatus(name, value));
+    for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
-    socket.write(buildReadyForQuery(upstream?.status ?? 'I'));
+    socket.write(buildReadyForQuery('I'));
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
-    const relay = new Relay(socket, reader, upstream, acquire, principal, session, { policy: deps.policy, control: deps.control, log }, (used, clean) => {
+    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log }, (used, clean) => {
       deps.cancels.unregister(key.processId);
       if (used) deps.pool.release(principal.user, upstreamParams.params, used, clean);
     });

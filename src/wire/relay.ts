@@ -66,23 +66,21 @@ export class Relay {
   private toUpstream: Run = NO_UPSTREAM;
 
   /**
-   * @param upstream the session, or undefined to take one with `acquire` on the client's first
-   *   message (so idle clients hold no upstream connection)
+   * @param acquire takes the upstream session, on the client's first message (so idle clients
+   *   hold no upstream connection)
    * @param onEnd receives the session (if any) and whether it can be reused
    */
   constructor(
     private readonly client: Socket,
     private readonly clientReader: FrameReader,
-    upstream: UpstreamSession | undefined,
     private readonly acquire: () => Promise<UpstreamSession>,
     private readonly principal: Principal,
     private session: Session,
     private readonly deps: RelayDeps,
     private readonly onEnd: (upstream: UpstreamSession | undefined, clean: boolean) => void,
   ) {
-    this.status = upstream?.status ?? 'I';
+    this.status = 'I';
     this.toClient = new Run(client);
-    if (upstream) this.attach(upstream);
   }
 
   /** Takes over the client socket; `early` are client frames that arrived during start-up. */

@@ -30,6 +30,7 @@ export class SessionPool {
   private readonly gone = new WeakSet<UpstreamSession>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
+  private readonly learning = new Map<string, Promise<ReadonlyMap<string, string>>>();
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
@@ -42,9 +43,26 @@ export class SessionPool {
     return role + '\0' + JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
   }
 
-  /** The ParameterStatus values a session with these parameters had at login, if one was made. */
-  greeting(role: string, params: Readonly<Record<string, string>>): ReadonlyMap<string, string> | undefined {
-    return this.greetings.get(this.key(role, params));
+  /**
+   * The ParameterStatus values a session with these parameters has at login: what a client is
+   * greeted with before it holds a session. Learnt once per key from a real login (the session is
+   * then pooled); concurrent first logins wait for that one instead of each opening a session.
+   */
+  greeting(role: string, params: Readonly<Record<string, string>>): ReadonlyMap<string, string> | Promise<ReadonlyMap<string, string>> {
+    const key = this.key(role, params);
+    const known = this.greetings.get(key);
+    if (known) return known;
+    let learning = this.learning.get(key);
+    if (!learning) {
+      learning = this.acquire(role, params)
+        .then((session) => {
+          this.release(role, params, session, true);
+          return session.parameters;
+        })
+        .finally(() => this.learning.delete(key));
+      this.learning.set(key, learning);
+    }
+    return learning;
   }
 
   /** An idle session with exactly these startup parameters, or a new one. */

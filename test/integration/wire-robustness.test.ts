@@ -169,8 +169,11 @@ describe('failures', () => {
       }
       const backends = async () =>
         Number((await svc.control.admin.query('SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1', [bob.name])).rows[0].n);
+      // One backend: the session that served the first login, pooled since.
       expect(await backends()).toBe(1);
       expect((await idle[3]!.query('SELECT current_user AS u')).rows[0].u).toBe(bob.name);
+      expect(await backends()).toBe(1);
+      expect((await idle[4]!.query('SELECT 1 AS one')).rows[0].one).toBe(1);
       expect(await backends()).toBe(2);
     } finally {
       for (const c of [first, ...idle]) await c.end().catch(() => undefined);
