@@ -51,6 +51,16 @@ async function checkAdmin(admin: pg.Pool, where: string): Promise<void> {
   }
 }
 
+/**
+ * TLS settings for an upstream `sslmode`, as libpq means it: `require` encrypts without checking
+ * the certificate, `verify-ca`/`verify-full` check it; `prefer`/`allow`/`disable`/none stay plain.
+ */
+function sslOption(sslmode: string | null): { rejectUnauthorized: boolean } | undefined {
+  if (sslmode === 'require') return { rejectUnauthorized: false };
+  if (sslmode === 'verify-ca' || sslmode === 'verify-full') return { rejectUnauthorized: true };
+  return undefined;
+}
+
 /** Opens the upstream described by `config`, starting the embedded cluster when no URL is set. */
 export async function openCluster(config: Config, log: Logger): Promise<Cluster> {
   const dataDir = resolve(config.dataDir);
@@ -59,10 +69,13 @@ export async function openCluster(config: Config, log: Logger): Promise<Cluster>
   const embedded = config.upstreamUrl
     ? undefined
     : await startEmbedded({ dataDir, port: config.embeddedPgPort, database: config.serviceDatabase, log });
-  const adminUrl = config.upstreamUrl || embedded!.adminUrl;
-  const url = new URL(adminUrl);
+  const url = new URL(config.upstreamUrl || embedded!.adminUrl);
+  const ssl = sslOption(url.searchParams.get('sslmode'));
+  // libpq's meaning of sslmode, not pg's (which verifies certificates for `require`).
+  url.searchParams.delete('sslmode');
+  const adminUrl = url.toString();
   const where = embedded ? `embedded Postgres in ${join(dataDir, 'pg')}` : `${url.hostname}:${url.port || 5432}`;
-  const adminConfig: pg.ClientConfig = { connectionString: adminUrl, connectionTimeoutMillis: 10_000 };
+  const adminConfig: pg.ClientConfig = { connectionString: adminUrl, connectionTimeoutMillis: 10_000, ...(ssl && { ssl }) };
   const admin = new pg.Pool({ ...adminConfig, max: 5, idleTimeoutMillis: 30_000 });
   admin.on('error', (err) => log.warn({ err }, 'idle admin connection failed'));
   try {
@@ -75,7 +88,6 @@ export async function openCluster(config: Config, log: Logger): Promise<Cluster>
   const host = url.hostname;
   const port = Number(url.port || 5432);
   const database = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
-  const ssl = url.searchParams.get('sslmode');
   return {
     admin,
     adminConfig,
@@ -90,7 +102,7 @@ export async function openCluster(config: Config, log: Logger): Promise<Cluster>
       database,
       user: role,
       password: rolePassword(secret, role),
-      ...(ssl && ssl !== 'disable' ? { ssl: { rejectUnauthorized: ssl === 'verify-full' } } : {}),
+      ...(ssl && { ssl }),
     }),
     close: async () => {
       await admin.end();

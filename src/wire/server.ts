@@ -31,7 +31,17 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
   const log = deps.log.child({ mod: 'wire' });
   const { config, cluster } = deps;
   const pool = new SessionPool({
-    target: (role) => ({ host: cluster.host, port: cluster.port, database: cluster.database, user: role, password: rolePassword(cluster.secret, role) }),
+    target: (role) => {
+      const ssl = cluster.roleConnection(role).ssl;
+      return {
+        host: cluster.host,
+        port: cluster.port,
+        database: cluster.database,
+        user: role,
+        password: rolePassword(cluster.secret, role),
+        tls: ssl ? { rejectUnauthorized: typeof ssl === 'object' ? ssl.rejectUnauthorized !== false : true } : undefined,
+      };
+    },
     maxPerRole: config.pgSessionsPerUser,
     idleMs: config.upstreamIdleMs,
     log,

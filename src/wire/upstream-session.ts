@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { PgError, SqlState } from '../shared/errors.js';
 import { clientProof, saltedPassword, scramAttributes, serverSignature, hmac } from '../shared/scram.js';
 import {
@@ -13,6 +14,7 @@ import {
   buildPasswordMessage,
   buildSaslInitialResponse,
   buildSaslResponse,
+  buildSslRequest,
   buildStartupMessage,
   decodeAuthentication,
   decodeBackendKeyData,
@@ -28,6 +30,8 @@ export interface UpstreamTarget {
   database: string;
   user: string;
   password: string;
+  /** TLS to the upstream (an external cluster's `sslmode=require` / `verify-full`). */
+  tls?: { rejectUnauthorized: boolean } | undefined;
 }
 
 export interface UpstreamSession {
@@ -68,9 +72,44 @@ function unavailable(target: UpstreamTarget, reason: string): PgError {
  * Opens a session: StartupMessage with `params`, SCRAM-SHA-256 (or cleartext/none, as the
  * server asks), then ParameterStatus and BackendKeyData up to the first ReadyForQuery.
  */
-export function openUpstreamSession(target: UpstreamTarget, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+export async function openUpstreamSession(target: UpstreamTarget, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+  return login(await transport(target), target, params);
+}
+
+/** A TCP connection to the upstream, upgraded to TLS (SSLRequest first) when the target asks for it. */
+function transport(target: UpstreamTarget): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: target.host, port: target.port, noDelay: true });
+    const timer = setTimeout(() => socket.destroy(new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      reject(unavailable(target, err.message));
+    };
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      if (!target.tls) {
+        clearTimeout(timer);
+        socket.off('error', fail);
+        return resolve(socket);
+      }
+      socket.write(buildSslRequest());
+      socket.once('data', (answer: Buffer) => {
+        if (answer[0] !== 0x53 /* S */) return fail(new Error('the server does not accept TLS'));
+        const secure = tlsConnect({ socket, servername: target.host, rejectUnauthorized: target.tls!.rejectUnauthorized });
+        secure.once('error', fail);
+        secure.once('secureConnect', () => {
+          clearTimeout(timer);
+          secure.off('error', fail);
+          socket.off('error', fail);
+          resolve(secure);
+        });
+      });
+    });
+  });
+}
+
+function login(socket: Socket, target: UpstreamTarget, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+  return new Promise((resolve, reject) => {
     const reader = new FrameReader({ source: 'backend' });
     const parameters = new Map<string, string>();
     let processId = 0;
