@@ -34,6 +34,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     bodyLimit: deps.config.httpBodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true },
+    // Stopping must not wait for keep-alive timeouts: a browser's or fetch's spare connection
+    // that never sent a request is not "idle" to Node and would hold close() for 72 s.
+    forceCloseConnections: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);

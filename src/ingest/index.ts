@@ -5,25 +5,17 @@
 import type pg from 'pg';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
+import { canLoadDirect, loadDirect } from './direct.js';
 import { appendRows, createTable, existingColumns, type Target } from './finish.js';
-import { readUpload, type Reading } from './read.js';
+import { counted, openUpload, readRows, readUpload, type OpenedUpload, type Reading } from './read.js';
 import { nullSink, Staging } from './staging.js';
-import type { Format, InferredColumn, ParseOptions, Progress } from './types.js';
+import type { ImportOutcome, ParseOptions, Progress } from './types.js';
 
 export type { Target } from './finish.js';
 export * from './types.js';
 export { assertTableName, tableNameFromFile, TABLE_NAME_RULE } from './names.js';
 export { lineOf } from './located.js';
 export { PREVIEW_ROWS } from './read.js';
-
-/** What an import did. */
-export interface ImportOutcome {
-  format: Format;
-  delimiter?: string | undefined;
-  header: boolean;
-  columns: InferredColumn[];
-  rows: number;
-}
 
 /** A preview: the inferred columns, the first rows, and the number of data rows. */
 export interface Preview extends ImportOutcome {
@@ -49,8 +41,10 @@ export async function checkTarget(client: pg.ClientBase, target: Target): Promis
 }
 
 /**
- * Imports one upload into `target` on `client` (the user's own role): stages every row, then
- * creates, replaces or appends in one transaction. On failure nothing is left behind.
+ * Imports one upload into `target` on `client` (the user's own role). CSV and TSV load directly
+ * (direct.ts: Postgres parses and converts while the types are checked), everything else — and
+ * the CSV files Postgres would read differently — row by row: staged, then created, replaced or
+ * appended in one transaction. On failure nothing is left behind.
  */
 export async function importUpload(client: pg.ClientBase, source: AsyncIterable<Buffer>, opts: ParseOptions, target: Target, progress: Progress, hooks: ImportHooks = {}): Promise<ImportOutcome> {
   try {
@@ -60,10 +54,22 @@ export async function importUpload(client: pg.ClientBase, source: AsyncIterable<
     throw fromDriverError(err) ?? err;
   }
   await checkTarget(client, target);
+  const upload = await openUpload(counted(source, progress), opts);
+  const received = async (reading: Reading) => hooks.received?.(reading);
+  const { format, delimiter } = upload;
+  if ((format === 'csv' || format === 'tsv') && canLoadDirect(delimiter!, opts.nullValues)) {
+    const rowByRow = (bytes: AsyncIterable<Buffer>) => importRows(client, { format, delimiter, bytes }, opts, target, progress, received);
+    return loadDirect(client, { format, delimiter: delimiter!, bytes: upload.bytes }, opts, target, progress, received, rowByRow);
+  }
+  return importRows(client, upload, opts, target, progress, received);
+}
+
+/** The row-by-row import: every row staged as text, then the table made from the staged rows. */
+async function importRows(client: pg.ClientBase, upload: OpenedUpload, opts: ParseOptions, target: Target, progress: Progress, received: (reading: Reading) => Promise<void>): Promise<ImportOutcome> {
   let staging: Staging | undefined;
   try {
-    const reading = await readUpload(source, opts, async (width) => (staging = await Staging.create(client, width)), progress);
-    await hooks.received?.(reading);
+    const reading = await readRows(upload, opts, async (width) => (staging = await Staging.create(client, width)), progress);
+    await received(reading);
     let rows: number;
     if (target.mode === 'append') {
       const existing = await existingColumns(client, target.schema, target.table);

@@ -36,28 +36,40 @@ export interface Reading {
   sample: (string | null)[][];
 }
 
-async function* counted(source: AsyncIterable<Buffer>, progress: Progress): AsyncGenerator<Buffer> {
+/** An upload after sniffing: its format, the delimiter of CSV/TSV, and its bytes (text formats: valid UTF-8). */
+export interface OpenedUpload {
+  format: Format;
+  delimiter?: string | undefined;
+  bytes: AsyncIterable<Buffer>;
+}
+
+/** Sniffs the format (and a CSV's delimiter) from the first bytes; text formats are decoded to UTF-8. */
+export async function openUpload(source: AsyncIterable<Buffer>, opts: ParseOptions): Promise<OpenedUpload> {
+  const { head, rest } = await peek(source, SNIFF_BYTES);
+  const format = detectFormat(head, opts.fileName, opts.format);
+  if (format === 'xlsx') return { format, bytes: rest };
+  assertTextLike(head);
+  const text = decodeText(rest, effectiveEncoding(head, opts.encoding));
+  if (format === 'json' || format === 'ndjson') return { format, bytes: text };
+  const delimiter = opts.delimiter ?? (format === 'tsv' ? '\t' : undefined);
+  if (delimiter !== undefined) return { format, delimiter, bytes: text };
+  const sniffed = await peek(text, SNIFF_BYTES);
+  return { format, delimiter: detectDelimiter(sniffed.head.toString('utf8')), bytes: sniffed.rest };
+}
+
+/** The row reader of an opened upload. */
+export function readerOf(upload: OpenedUpload, opts: ParseOptions): RowReader {
+  if (upload.format === 'xlsx') return xlsxReader(upload.bytes);
+  if (upload.format === 'json' || upload.format === 'ndjson') return jsonReader(upload.bytes, upload.format === 'json');
+  return csvReader(upload.bytes, upload.delimiter!, opts.nullValues);
+}
+
+/** Counts the bytes of `source` into `progress` as they pass. */
+export async function* counted(source: AsyncIterable<Buffer>, progress: Progress): AsyncGenerator<Buffer> {
   for await (const chunk of source) {
     progress.bytes += chunk.length;
     yield chunk;
   }
-}
-
-async function openReader(source: AsyncIterable<Buffer>, opts: ParseOptions): Promise<{ reader: RowReader; format: Format; delimiter?: string }> {
-  const { head, rest } = await peek(source, SNIFF_BYTES);
-  const format = detectFormat(head, opts.fileName, opts.format);
-  if (format === 'xlsx') return { reader: xlsxReader(rest), format };
-  assertTextLike(head);
-  const text = decodeText(rest, effectiveEncoding(head, opts.encoding));
-  if (format === 'json' || format === 'ndjson') return { reader: jsonReader(text, format === 'json'), format };
-  let delimiter = opts.delimiter ?? (format === 'tsv' ? '\t' : undefined);
-  let input: AsyncIterable<Buffer> = text;
-  if (delimiter === undefined) {
-    const sniffed = await peek(text, SNIFF_BYTES);
-    delimiter = detectDelimiter(sniffed.head.toString('utf8'));
-    input = sniffed.rest;
-  }
-  return { reader: csvReader(input, delimiter, opts.nullValues), format, delimiter };
 }
 
 function ragged(row: ParsedRow, width: number): PgError {
@@ -68,7 +80,14 @@ function ragged(row: ParsedRow, width: number): PgError {
 
 /** Reads the whole upload into `sink`; `progress` counts bytes read and rows staged. */
 export async function readUpload(source: AsyncIterable<Buffer>, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress): Promise<Reading> {
-  const { reader, format, delimiter } = await openReader(counted(source, progress), opts);
+  const upload = await openUpload(counted(source, progress), opts);
+  return readRows(upload, opts, sink, progress);
+}
+
+/** Reads the rows of an opened upload into `sink`; `progress` counts the rows staged. */
+export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress): Promise<Reading> {
+  const { format, delimiter } = upload;
+  const reader = readerOf(upload, opts);
   const strict = format === 'csv' || format === 'tsv';
   const keyed = () => reader.names !== undefined && reader.names.length > 0;
   const inference = new Inference();

@@ -57,6 +57,15 @@ export interface InferredColumn {
   dateLayout?: string | undefined;
 }
 
+/** What an import did. */
+export interface ImportOutcome {
+  format: Format;
+  delimiter?: string | undefined;
+  header: boolean;
+  columns: InferredColumn[];
+  rows: number;
+}
+
 /** Counters a running import reports. */
 export interface Progress {
   bytes: number;

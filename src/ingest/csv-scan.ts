@@ -1,0 +1,363 @@
+/**
+ * A byte-level CSV scanner for the direct load (direct.ts): it reads the upload's UTF-8 chunks
+ * once, as they arrive, and without a string per field
+ * - infers every column's type (classify-bytes.ts; classify.ts for what only it can tell),
+ * - checks what the row parser (csv.ts) checks, with the same errors and line numbers: ragged
+ *   rows, an unclosed quote at the end, an endless field, too many columns,
+ * - finds the bytes Postgres must not see: blank lines (skipped, as csv.ts skips them) and the
+ *   first record (when it is the header), as ranges of the stream,
+ * - notices what Postgres' own CSV reader would read differently from csv.ts (a quote inside an
+ *   unquoted field or after a closing quote, mixed line ends, a `\.` line) and stops there: the
+ *   upload is then read by csv.ts after all (`incompatible` says why).
+ * Measured on the 200 MB benchmark file: ~330 MB/s, against ~24 MB/s for csv-parse plus
+ * string classification plus COPY text encoding.
+ */
+import { SqlState } from '../shared/errors.js';
+import { ALL, classify } from './classify.js';
+import { classifyBytes, SLOW } from './classify-bytes.js';
+import { MAX_RECORD_CHARS } from './csv.js';
+import { chooseType, isHeaderRow, type ChosenType } from './infer.js';
+import { located } from './located.js';
+import { MAX_COLUMNS, tooManyColumns } from './staging.js';
+import type { HeaderMode } from './types.js';
+
+const QUOTE = 34;
+const LF = 10;
+const CR = 13;
+const BACKSLASH = 92;
+const DOT = 46;
+
+const START = 0;
+const UNQUOTED = 1;
+const QUOTED = 2;
+const QUOTE_SEEN = 3;
+const AFTER_CR = 4;
+
+/** What a skipped range of the stream was: a blank line, or (part of) the first record. */
+export const SKIP_BLANK = 0;
+export const SKIP_FIRST = 1;
+
+function ragged(line: number, fields: number, width: number) {
+  return located(SqlState.BadCopyFileFormat, line, `line ${line} has ${fields} fields; expected ${width} like the first line`, {
+    hint: 'every line of a CSV file must have the same number of fields (quote fields that contain the delimiter)',
+  });
+}
+
+export class CsvScan {
+  /** Fields of the first record; -1 until it has ended. */
+  width = -1;
+  /** The first record's values (NULL as null). */
+  readonly first: (string | null)[] = [];
+  /** Records after the first. */
+  rows = 0;
+  /** Why Postgres would read this file differently from csv.ts, once that is seen. */
+  incompatible: string | undefined;
+  /** Ranges not to forward, found since the last takeSkips(): (start, end, SKIP_*) triples. */
+  private skips: number[] = [];
+
+  private masks = new Int32Array(0);
+  private seen = new Uint8Array(0);
+  private firstMasks = new Int32Array(0);
+  private firstSeen = new Uint8Array(0);
+  private repeated = new Uint8Array(0);
+  private firstCells: Buffer[] | undefined;
+
+  private offset = 0;
+  private state = START;
+  private fieldStart = 0;
+  private escaped = false;
+  private carry: Buffer[] = [];
+  private carryLength = 0;
+  private fieldIndex = 0;
+  /** The record's first field is an empty or NULL unquoted text: the record may be a blank line. */
+  private pendingBlank = false;
+  private pendingNull = false;
+  private recordStart = 0;
+  private lastEnd = 0;
+  private newlines = 0;
+  private previousSkip = -1;
+  private eol = 0;
+  /** The stream's last two bytes so far (-1: none), for a `\.` split between chunks. */
+  private beforeLast = -1;
+  private last = -1;
+
+  constructor(
+    private readonly delimiter: number,
+    private readonly nullValue: Buffer,
+    private readonly infer: boolean,
+  ) {}
+
+  /** The line the current record starts on. */
+  get line(): number {
+    return this.lastEnd + 1;
+  }
+
+  /** Scans one chunk (valid UTF-8). Throws the errors csv.ts would; stops early once incompatible. */
+  feed(buf: Buffer): void {
+    if (this.incompatible !== undefined) return;
+    this.checkEndMarker(buf);
+    const n = buf.length;
+    const d = this.delimiter;
+    let i = 0;
+    let fs = this.fieldStart;
+    while (i < n && this.incompatible === undefined) {
+      switch (this.state) {
+        case START: {
+          const c = buf[i]!;
+          if (c === QUOTE) {
+            this.state = QUOTED;
+            this.escaped = false;
+            fs = ++i;
+          } else if (c === d || c === LF || c === CR) {
+            this.field(buf, i, i, false);
+            i = this.afterField(buf, i, c);
+          } else {
+            this.state = UNQUOTED;
+            fs = i++;
+          }
+          break;
+        }
+        case UNQUOTED: {
+          let c = 0;
+          while (i < n) {
+            c = buf[i]!;
+            if (c === d || c === LF || c === CR || c === QUOTE) break;
+            i++;
+          }
+          if (i === n) break;
+          if (c === QUOTE) {
+            this.incompatible = 'a quote inside an unquoted field';
+            break;
+          }
+          this.field(buf, fs, i, false);
+          i = this.afterField(buf, i, c);
+          break;
+        }
+        case QUOTED: {
+          while (i < n) {
+            const c = buf[i]!;
+            if (c === QUOTE) break;
+            if (c === LF) this.newlines++;
+            i++;
+          }
+          if (i < n) {
+            this.state = QUOTE_SEEN;
+            i++;
+          }
+          break;
+        }
+        case QUOTE_SEEN: {
+          const c = buf[i]!;
+          if (c === QUOTE) {
+            this.escaped = true;
+            this.state = QUOTED;
+            i++;
+          } else if (c === d || c === LF || c === CR) {
+            // The closing quote is the byte before, or the last byte carried from the chunk before.
+            if (i === 0) this.dropCarriedQuote();
+            this.field(buf, fs, i === 0 ? 0 : i - 1, true);
+            i = this.afterField(buf, i, c);
+          } else {
+            this.incompatible = 'text after a closing quote';
+          }
+          break;
+        }
+        default: {
+          // AFTER_CR: a CR ended the record; a LF right after it belongs to that line end.
+          if (buf[i] === LF) {
+            this.lineEnd(3);
+            if (this.previousSkip >= 0) this.skips.push(this.offset + i, this.offset + i + 1, this.previousSkip);
+            i++;
+          } else this.lineEnd(2);
+          this.recordStart = this.offset + i;
+          this.state = START;
+        }
+      }
+    }
+    if (this.incompatible === undefined && (this.state === UNQUOTED || this.state === QUOTED || this.state === QUOTE_SEEN)) {
+      const rest = buf.subarray(fs, n);
+      this.carry.push(Buffer.from(rest));
+      this.carryLength += rest.length;
+      if (this.carryLength > MAX_RECORD_CHARS) {
+        throw located(SqlState.BadCopyFileFormat, this.line, `the record at line ${this.line} is longer than ${MAX_RECORD_CHARS} bytes`, { hint: 'is a quote left unclosed?' });
+      }
+    }
+    this.fieldStart = 0;
+    this.offset += n;
+  }
+
+  /** The end of the stream: the last record may lack its line end. */
+  end(): void {
+    if (this.incompatible !== undefined) return;
+    if (this.state === QUOTED) {
+      throw located(SqlState.BadCopyFileFormat, this.line, `the quoted field of the record at line ${this.line} is not closed before the end of the file`);
+    }
+    const empty = Buffer.alloc(0);
+    if (this.state === UNQUOTED || this.state === QUOTE_SEEN) {
+      if (this.state === QUOTE_SEEN) this.dropCarriedQuote();
+      this.field(empty, 0, 0, this.state === QUOTE_SEEN);
+      this.record(this.offset);
+    } else if (this.state === START && this.fieldIndex > 0) {
+      this.field(empty, 0, 0, false);
+      this.record(this.offset);
+    } else if (this.state === AFTER_CR) this.lineEnd(2);
+    this.state = START;
+  }
+
+  /** Skip ranges found since the last call, as (start, end, SKIP_*) triples of stream offsets. */
+  takeSkips(): number[] {
+    const skips = this.skips;
+    this.skips = [];
+    return skips;
+  }
+
+  /** The type of every column, counting the first record as data unless it is the header. */
+  types(header: boolean): ChosenType[] {
+    const out: ChosenType[] = [];
+    for (let i = 0; i < Math.max(this.width, 0); i++) {
+      const mask = header ? this.masks[i]! : this.masks[i]! & this.firstMasks[i]!;
+      out.push(chooseType(mask, this.seen[i] === 1 || (!header && this.firstSeen[i] === 1)));
+    }
+    return out;
+  }
+
+  /** Whether the first record names the columns, by `mode` (auto: the rule of infer.ts). */
+  isHeader(mode: HeaderMode): boolean {
+    if (mode !== 'auto') return mode === 'first_row';
+    return this.width > 0 && isHeaderRow(this.first, this.types(true), Array.from(this.repeated, (r) => r === 1));
+  }
+
+  private dropCarriedQuote(): void {
+    const last = this.carry.pop()!;
+    this.carry.push(last.subarray(0, last.length - 1));
+    this.carryLength--;
+  }
+
+  private lineEnd(style: number): void {
+    if (this.eol === 0) this.eol = style;
+    else if (this.eol !== style) this.incompatible = 'mixed line ends';
+  }
+
+  /** After a field ended at b[i] = c (a delimiter or a line end): the index to go on from. */
+  private afterField(b: Buffer, i: number, c: number): number {
+    if (c === this.delimiter) {
+      this.state = START;
+      return i + 1;
+    }
+    this.record(this.offset + i + 1);
+    if (c === LF) {
+      this.lineEnd(1);
+      this.recordStart = this.offset + i + 1;
+      this.state = START;
+    } else this.state = AFTER_CR;
+    return i + 1;
+  }
+
+  /** Postgres (17 and before) ends COPY data at a line holding `\.`: such a file is read by csv.ts. */
+  private checkEndMarker(buf: Buffer): void {
+    const lineStart = (prev: number) => prev === -1 || prev === LF || prev === CR;
+    if (this.last === BACKSLASH && buf[0] === DOT && lineStart(this.beforeLast)) this.incompatible = 'a \\. line';
+    for (let k = buf.indexOf(BACKSLASH); k >= 0; k = buf.indexOf(BACKSLASH, k + 1)) {
+      if (buf[k + 1] === DOT && lineStart(k > 0 ? buf[k - 1]! : this.last)) this.incompatible = 'a \\. line';
+    }
+    const n = buf.length;
+    if (n > 0) {
+      this.beforeLast = n >= 2 ? buf[n - 2]! : this.last;
+      this.last = buf[n - 1]!;
+    }
+  }
+
+  /** One field's bytes b[s..e) (after what was carried), quoted or not. */
+  private field(b: Buffer, s: number, e: number, quoted: boolean): void {
+    if (this.carryLength > 0) {
+      this.carry.push(b.subarray(s, e));
+      b = Buffer.concat(this.carry);
+      s = 0;
+      e = b.length;
+      this.carry = [];
+      this.carryLength = 0;
+    }
+    const col = this.fieldIndex++;
+    const nulls = this.nullValue;
+    const isNull = !quoted && e - s === nulls.length && (nulls.length === 0 || b.compare(nulls, 0, nulls.length, s, e) === 0);
+    if (col === 0 && !quoted && (isNull || e === s)) {
+      this.pendingBlank = true; // decided by what follows: a line end (blank line) or a delimiter
+      this.pendingNull = isNull;
+      return;
+    }
+    if (col === 1 && this.pendingBlank) this.pendingValue();
+    if (this.width < 0) {
+      this.first.push(isNull ? null : this.text(b, s, e, quoted));
+      return;
+    }
+    if (col >= this.width || isNull || !this.infer) return;
+    this.seen[col] = 1;
+    if (this.firstCells !== undefined && this.repeated[col] === 0) {
+      const cell = this.firstCells[col]!;
+      const same = quoted && this.escaped ? this.text(b, s, e, quoted) === this.first[col] : cell.length === e - s && b.compare(cell, 0, cell.length, s, e) === 0;
+      if (same) this.repeated[col] = 1;
+    }
+    const mask = this.masks[col]!;
+    if (mask === 0) return;
+    let bits = quoted && this.escaped ? SLOW : classifyBytes(b, s, e);
+    if (bits === SLOW) bits = classify(this.text(b, s, e, quoted));
+    this.masks[col] = mask & bits;
+  }
+
+  /** The first field turned out not to end a blank line: it is an empty text or a NULL. */
+  private pendingValue(): void {
+    this.pendingBlank = false;
+    if (this.width < 0) this.first.push(this.pendingNull ? null : '');
+    else if (!this.pendingNull && this.infer) {
+      this.seen[0] = 1;
+      this.masks[0] = 0;
+      if (this.firstCells !== undefined && this.first[0] === '') this.repeated[0] = 1;
+    }
+  }
+
+  private text(b: Buffer, s: number, e: number, quoted: boolean): string {
+    const t = b.toString('utf8', s, e);
+    return quoted && this.escaped ? t.replaceAll('""', '"') : t;
+  }
+
+  /** A record ended at stream offset `end` (after its line end). */
+  private record(end: number): void {
+    const fields = this.fieldIndex;
+    const start = this.line;
+    this.fieldIndex = 0;
+    this.previousSkip = -1;
+    if (fields === 1 && this.pendingBlank && !this.pendingNull) {
+      this.pendingBlank = false;
+      this.lastEnd = start;
+      this.skips.push(this.recordStart, end, SKIP_BLANK);
+      this.previousSkip = SKIP_BLANK;
+      return;
+    }
+    if (this.pendingBlank) this.pendingValue();
+    this.lastEnd = start + this.newlines;
+    this.newlines = 0;
+    if (this.width < 0) {
+      this.firstRecord(fields);
+      this.skips.push(this.recordStart, end, SKIP_FIRST);
+      this.previousSkip = SKIP_FIRST;
+    } else if (fields !== this.width) throw ragged(start, fields, this.width);
+    else this.rows++;
+  }
+
+  private firstRecord(width: number): void {
+    if (width > MAX_COLUMNS) throw tooManyColumns(width);
+    this.width = width;
+    this.masks = new Int32Array(width).fill(ALL);
+    this.seen = new Uint8Array(width);
+    this.repeated = new Uint8Array(width);
+    this.firstMasks = new Int32Array(width).fill(ALL);
+    this.firstSeen = new Uint8Array(width);
+    this.first.forEach((v, i) => {
+      if (v === null) return;
+      this.firstSeen[i] = 1;
+      this.firstMasks[i] = classify(v);
+    });
+    // Repeats of the first row's cells further down only matter when it may be a header.
+    if (isHeaderRow(this.first, [], [])) this.firstCells = this.first.map((v) => Buffer.from(v!, 'utf8'));
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The Postgres side of the direct load (direct.ts): one transaction on the user's connection
+ * that creates the table with the guessed column types (replace: under a reserved name, swapped
+ * in at the end; append: the existing table) and streams the upload's own CSV bytes into it with
+ * `COPY … FROM STDIN (FORMAT csv)`, so Postgres parses and converts every value while Node only
+ * checks and infers. A savepoint before the table lets a wrong guess start over; any failure
+ * rolls back: no new table, an existing one untouched.
+ */
+import { once } from 'node:events';
+import type pg from 'pg';
+import { escapeIdentifier, escapeLiteral } from 'pg';
+import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
+import { PgError, SqlState } from '../shared/errors.js';
+import { fromDriverError } from '../upstream/pg-error.js';
+import type { Target } from './finish.js';
+import { RESERVED_PREFIX } from './names.js';
+import type { ColumnType, InferredColumn } from './types.js';
+
+const qualified = (schema: string, table: string) => `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
+
+async function run(client: pg.ClientBase, sql: string): Promise<pg.QueryResult> {
+  try {
+    return await client.query(sql);
+  } catch (err: unknown) {
+    throw fromDriverError(err) ?? err;
+  }
+}
+
+/** SQL reading a text column as `column`'s type (a non-ISO date through its layout). */
+function castOf(name: string, column: InferredColumn): string {
+  if (column.dateLayout) return `to_date(${name}, ${escapeLiteral(column.dateLayout)})`;
+  return `${name}::${column.type}`;
+}
+
+export class DirectTable {
+  private copy: CopyStreamQuery | undefined;
+  private failure: unknown;
+  private readonly table: string;
+
+  private constructor(
+    private readonly client: pg.ClientBase,
+    private readonly target: Target,
+    private readonly names: readonly string[],
+    private readonly options: string,
+  ) {
+    const build = target.mode === 'replace' ? `${RESERVED_PREFIX}new_${process.pid}_${Date.now().toString(36)}` : target.table;
+    this.table = qualified(target.schema, build);
+  }
+
+  /**
+   * Opens the transaction for a CSV with `delimiter` whose unquoted `nullText` is NULL, loading
+   * columns `names` (append: the existing table's columns they go to).
+   */
+  static async begin(client: pg.ClientBase, target: Target, names: readonly string[], delimiter: string, nullText: string): Promise<DirectTable> {
+    const options = `FORMAT csv, DELIMITER ${escapeLiteral(delimiter)}, NULL ${escapeLiteral(nullText)}, QUOTE '"'`;
+    await run(client, 'BEGIN');
+    await run(client, 'SAVEPOINT direct_load');
+    return new DirectTable(client, target, names, options);
+  }
+
+  /** Creates the table with `types` (not on append) and starts the COPY into it. */
+  async open(types: readonly ColumnType[]): Promise<void> {
+    if (this.target.mode !== 'append') {
+      const defs = this.names.map((n, i) => `${escapeIdentifier(n)} ${types[i]!}`).join(', ');
+      await run(this.client, `CREATE TABLE ${this.table} (${defs})`);
+    }
+    const cols = this.names.map((n) => escapeIdentifier(n)).join(', ');
+    const copy = this.client.query(copyFrom(`COPY ${this.table} (${cols}) FROM STDIN (${this.options})`));
+    copy.on('error', (err: unknown) => {
+      this.failure ??= fromDriverError(err) ?? err;
+    });
+    this.failure = undefined;
+    this.copy = copy;
+  }
+
+  /** Sends CSV bytes; resolves once the connection can take more. */
+  async write(bytes: Buffer): Promise<void> {
+    if (this.failure !== undefined) throw this.failure;
+    const copy = this.copy!;
+    if (copy.write(bytes)) return;
+    await Promise.race([once(copy, 'drain'), once(copy, 'error')]);
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** Ends the COPY; returns the rows it wrote. */
+  async close(): Promise<number> {
+    const copy = this.copy!;
+    this.copy = undefined;
+    if (this.failure === undefined) {
+      const done = Promise.race([once(copy, 'finish'), once(copy, 'error')]);
+      copy.end();
+      await done;
+    }
+    if (this.failure !== undefined) throw this.failure;
+    return copy.rowCount;
+  }
+
+  /** Abandons the COPY and the table, back to the savepoint, to open again with other types. */
+  async restart(types: readonly ColumnType[]): Promise<void> {
+    await this.abortCopy();
+    await run(this.client, 'ROLLBACK TO SAVEPOINT direct_load');
+    await this.open(types);
+  }
+
+  /** Turns the columns loaded as text whose values all fit another type into that type. */
+  async convert(columns: readonly InferredColumn[], loaded: readonly ColumnType[]): Promise<void> {
+    const changes = columns.flatMap((c, i) => {
+      if (loaded[i] !== 'text' || c.type === 'text') return [];
+      const name = escapeIdentifier(this.names[i]!);
+      return [`ALTER COLUMN ${name} TYPE ${c.type} USING ${castOf(name, c)}`];
+    });
+    if (changes.length) await run(this.client, `ALTER TABLE ${this.table} ${changes.join(', ')}`);
+  }
+
+  /** Swaps a replacing table in, and commits. */
+  async commit(): Promise<void> {
+    if (this.target.mode === 'replace') {
+      await run(this.client, `DROP TABLE IF EXISTS ${qualified(this.target.schema, this.target.table)}`);
+      await run(this.client, `ALTER TABLE ${this.table} RENAME TO ${escapeIdentifier(this.target.table)}`);
+    }
+    await run(this.client, 'COMMIT');
+  }
+
+  /** Undoes everything (the connection stays usable when it is healthy). */
+  async rollback(): Promise<void> {
+    await this.abortCopy();
+    await run(this.client, 'ROLLBACK');
+  }
+
+  private async abortCopy(): Promise<void> {
+    const copy = this.copy;
+    this.copy = undefined;
+    // A COPY that already failed has ended on the server: there is nothing to cancel.
+    if (!copy || copy.destroyed || this.failure !== undefined) return;
+    // pg-copy-streams answers destroy() with CopyFail; the connection is usable once the error is back.
+    const ended = Promise.race([once(copy, 'close'), once(copy, 'error')]).catch(() => undefined);
+    copy.destroy(new PgError(SqlState.QueryCanceled, 'direct load abandoned'));
+    await ended;
+  }
+}
