@@ -4,7 +4,12 @@
  * loads the same file with `psql \copy` into a pre-made table of the same column types straight
  * into the same Postgres. Prints MB/s both ways, their ratio, and the peak RSS growth.
  *
- *   npm run build && node dist/bench/ingest.js [MB]      (BENCH_PG_URL=<superuser URL> to use an existing cluster)
+ *   npm run build && node dist/bench/ingest.js [MB] [direct|late|rows]
+ *   (BENCH_PG_URL=<superuser URL> to use an existing cluster)
+ *
+ * `direct` (default) is the usual case; `late` gives the amount column a text value 60% into the
+ * file, past the sample the types are guessed from (the direct load starts over once); `rows`
+ * sends null_values twice, which Postgres' COPY cannot express, so the upload goes row by row.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -23,13 +28,19 @@ import { startEmbedded } from '../src/upstream/embedded.js';
 
 const run = promisify(execFile);
 
-/** A CSV like a real export: ids, names, amounts, dates, timestamps, flags and quoted text. */
-export async function generateCsv(path: string, megabytes: number): Promise<number> {
+/**
+ * A CSV like a real export: ids, names, amounts, dates, timestamps, flags and quoted text; with
+ * `lateText`, the amount of the line at that fraction of the file is "n/a".
+ */
+export async function generateCsv(path: string, megabytes: number, lateText?: number): Promise<number> {
   const out = createWriteStream(path);
   out.write('id,customer,amount,day,created,paid,note\n');
   let bytes = 0;
+  let late = lateText === undefined ? Infinity : lateText * megabytes * 1e6;
   for (let i = 1; bytes < megabytes * 1e6; i++) {
-    const line = `${i},customer ${i % 5000},${((i * 37) % 100000) / 100},2024-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + (i % 28)).padStart(2, '0')},2024-03-04T05:06:${String(i % 60).padStart(2, '0')},${i % 3 ? 'true' : 'false'},"note ${i}, with a comma"\n`;
+    const amount = bytes >= late ? 'n/a' : ((i * 37) % 100000) / 100;
+    if (bytes >= late) late = Infinity;
+    const line = `${i},customer ${i % 5000},${amount},2024-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + (i % 28)).padStart(2, '0')},2024-03-04T05:06:${String(i % 60).padStart(2, '0')},${i % 3 ? 'true' : 'false'},"note ${i}, with a comma"\n`;
     bytes += line.length;
     if (!out.write(line)) await once(out, 'drain');
   }
@@ -40,6 +51,8 @@ export async function generateCsv(path: string, megabytes: number): Promise<numb
 
 async function main(): Promise<void> {
   const megabytes = Number(process.argv[2] ?? 200);
+  const scenario = process.argv[3] ?? 'direct';
+  if (!['direct', 'late', 'rows'].includes(scenario)) throw new Error(`unknown scenario "${scenario}": direct, late or rows`);
   const dir = await mkdtemp(join(tmpdir(), 'repobase-ingest-bench-'));
   await chmod(dir, 0o755);
   let adminUrl = process.env.BENCH_PG_URL;
@@ -58,14 +71,15 @@ async function main(): Promise<void> {
     const { key } = await svc.control.createUser('bench');
     await svc.control.createRepo('bench/data');
     const file = join(dir, 'orders.csv');
-    const bytes = await generateCsv(file, megabytes);
+    const bytes = await generateCsv(file, megabytes, scenario === 'late' ? 0.6 : undefined);
     const size = (await stat(file)).size;
     global.gc?.();
     const baseline = process.memoryUsage().rss;
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
     const t0 = performance.now();
-    const curl = execFile('curl', ['-sS', '-H', `Authorization: Bearer ${key}`, '-F', 'repo=bench/data', '-F', `file=@${file}`, `${svc.httpUrl}/api/v1beta/import/`], { maxBuffer: 1 << 20 });
+    const fields = scenario === 'rows' ? ['-F', 'null_values=["",""]'] : [];
+    const curl = execFile('curl', ['-sS', '-H', `Authorization: Bearer ${key}`, '-F', 'repo=bench/data', ...fields, '-F', `file=@${file}`, `${svc.httpUrl}/api/v1beta/import/`], { maxBuffer: 1 << 20 });
     let answer = '';
     curl.stdout?.on('data', (d: Buffer) => (answer += d.toString()));
     await once(curl, 'exit');
@@ -84,6 +98,7 @@ async function main(): Promise<void> {
 
     const mb = size / 1e6;
     const report = {
+      scenario,
       file_mb: +mb.toFixed(1),
       rows: job.rows,
       columns: job.columns.map((col) => `${col.name} ${col.type}`).join(', '),

@@ -1,23 +1,21 @@
 /**
- * A byte-level CSV scanner for the direct load (direct.ts): it reads the upload's UTF-8 chunks
- * once, as they arrive, and without a string per field
- * - infers every column's type (classify-bytes.ts; classify.ts for what only it can tell),
- * - checks what the row parser (csv.ts) checks, with the same errors and line numbers: ragged
- *   rows, an unclosed quote at the end, an endless field, too many columns,
- * - finds the bytes Postgres must not see: blank lines (skipped, as csv.ts skips them) and the
- *   first record (when it is the header), as ranges of the stream,
- * - notices what Postgres' own CSV reader would read differently from csv.ts (a quote inside an
- *   unquoted field or after a closing quote, mixed line ends, a `\.` line) and stops there: the
- *   upload is then read by csv.ts after all (`incompatible` says why).
- * Measured on the 200 MB benchmark file: ~330 MB/s, against ~24 MB/s for csv-parse plus
- * string classification plus COPY text encoding.
+ * The byte-level CSV scanner of the direct load (direct.ts). It reads the upload's UTF-8 chunks
+ * once, as they arrive, without a string per field, and
+ * - infers every column's type (column-inference.ts),
+ * - checks what csv.ts checks, with the same errors and lines: ragged rows, an unclosed quote,
+ *   an endless field, too many columns,
+ * - finds the bytes Postgres must not see: blank lines (csv.ts skips them) and the first record
+ *   (when it is the header), as (start, end, kind) ranges of the stream,
+ * - notices what Postgres' CSV reader would read otherwise than csv.ts (a quote inside an unquoted
+ *   field or after a closing quote, mixed line ends, a `\.` line) and stops: `incompatible`.
+ * Measured on the 200 MB benchmark file: ~180 MB/s (~330 without inference), where csv-parse
+ * alone ran ~43 MB/s, and ~24 MB/s with string classification and COPY text encoding.
  */
 import { SqlState } from '../shared/errors.js';
-import { ALL, classify } from './classify.js';
-import { classifyBytes, SLOW } from './classify-bytes.js';
+import { ColumnInference, fieldText } from './column-inference.js';
 import { MAX_RECORD_CHARS } from './csv.js';
-import { chooseType, isHeaderRow, type ChosenType } from './infer.js';
-import { located } from './located.js';
+import type { ChosenType } from './infer.js';
+import { located, raggedRow } from './located.js';
 import { MAX_COLUMNS, tooManyColumns } from './staging.js';
 import type { HeaderMode } from './types.js';
 
@@ -33,16 +31,15 @@ const QUOTED = 2;
 const QUOTE_SEEN = 3;
 const AFTER_CR = 4;
 
+const EOL_LF = 1;
+const EOL_CR = 2;
+const EOL_CRLF = 3;
+
 /** What a skipped range of the stream was: a blank line, or (part of) the first record. */
 export const SKIP_BLANK = 0;
 export const SKIP_FIRST = 1;
 
-function ragged(line: number, fields: number, width: number) {
-  return located(SqlState.BadCopyFileFormat, line, `line ${line} has ${fields} fields; expected ${width} like the first line`, {
-    hint: 'every line of a CSV file must have the same number of fields (quote fields that contain the delimiter)',
-  });
-}
-
+/** Scans one upload's CSV bytes, chunk after chunk (see the top of this file). */
 export class CsvScan {
   /** Fields of the first record; -1 until it has ended. */
   width = -1;
@@ -54,17 +51,11 @@ export class CsvScan {
   incompatible: string | undefined;
   /** Ranges not to forward, found since the last takeSkips(): (start, end, SKIP_*) triples. */
   private skips: number[] = [];
-
-  private masks = new Int32Array(0);
-  private seen = new Uint8Array(0);
-  private firstMasks = new Int32Array(0);
-  private firstSeen = new Uint8Array(0);
-  private repeated = new Uint8Array(0);
-  private firstCells: Buffer[] | undefined;
+  /** Inference over the records after the first (once that has ended and when inferring). */
+  private columns: ColumnInference | undefined;
 
   private offset = 0;
   private state = START;
-  private fieldStart = 0;
   private escaped = false;
   private carry: Buffer[] = [];
   private carryLength = 0;
@@ -74,8 +65,11 @@ export class CsvScan {
   private pendingNull = false;
   private recordStart = 0;
   private lastEnd = 0;
+  /** Line feeds inside the quoted fields of the current record (csv.ts counts lines so). */
   private newlines = 0;
+  /** SKIP_* of the record that just ended, if skipped: a LF after its CR belongs to the range. */
   private previousSkip = -1;
+  /** The EOL_* of the first line end; Postgres takes the first one for all. */
   private eol = 0;
   /** The stream's last two bytes so far (-1: none), for a `\.` split between chunks. */
   private beforeLast = -1;
@@ -99,7 +93,7 @@ export class CsvScan {
     const n = buf.length;
     const d = this.delimiter;
     let i = 0;
-    let fs = this.fieldStart;
+    let fs = 0; // where the current field's bytes start in this chunk (0: in an earlier one)
     while (i < n && this.incompatible === undefined) {
       switch (this.state) {
         case START: {
@@ -165,10 +159,10 @@ export class CsvScan {
         default: {
           // AFTER_CR: a CR ended the record; a LF right after it belongs to that line end.
           if (buf[i] === LF) {
-            this.lineEnd(3);
+            this.lineEnd(EOL_CRLF);
             if (this.previousSkip >= 0) this.skips.push(this.offset + i, this.offset + i + 1, this.previousSkip);
             i++;
-          } else this.lineEnd(2);
+          } else this.lineEnd(EOL_CR);
           this.recordStart = this.offset + i;
           this.state = START;
         }
@@ -182,7 +176,6 @@ export class CsvScan {
         throw located(SqlState.BadCopyFileFormat, this.line, `the record at line ${this.line} is longer than ${MAX_RECORD_CHARS} bytes`, { hint: 'is a quote left unclosed?' });
       }
     }
-    this.fieldStart = 0;
     this.offset += n;
   }
 
@@ -200,7 +193,7 @@ export class CsvScan {
     } else if (this.state === START && this.fieldIndex > 0) {
       this.field(empty, 0, 0, false);
       this.record(this.offset);
-    } else if (this.state === AFTER_CR) this.lineEnd(2);
+    } else if (this.state === AFTER_CR) this.lineEnd(EOL_CR);
     this.state = START;
   }
 
@@ -213,18 +206,12 @@ export class CsvScan {
 
   /** The type of every column, counting the first record as data unless it is the header. */
   types(header: boolean): ChosenType[] {
-    const out: ChosenType[] = [];
-    for (let i = 0; i < Math.max(this.width, 0); i++) {
-      const mask = header ? this.masks[i]! : this.masks[i]! & this.firstMasks[i]!;
-      out.push(chooseType(mask, this.seen[i] === 1 || (!header && this.firstSeen[i] === 1)));
-    }
-    return out;
+    return this.columns?.types(header) ?? [];
   }
 
   /** Whether the first record names the columns, by `mode` (auto: the rule of infer.ts). */
   isHeader(mode: HeaderMode): boolean {
-    if (mode !== 'auto') return mode === 'first_row';
-    return this.width > 0 && isHeaderRow(this.first, this.types(true), Array.from(this.repeated, (r) => r === 1));
+    return mode === 'first_row' || (mode === 'auto' && this.columns !== undefined && this.columns.isHeader());
   }
 
   private dropCarriedQuote(): void {
@@ -246,7 +233,7 @@ export class CsvScan {
     }
     this.record(this.offset + i + 1);
     if (c === LF) {
-      this.lineEnd(1);
+      this.lineEnd(EOL_LF);
       this.recordStart = this.offset + i + 1;
       this.state = START;
     } else this.state = AFTER_CR;
@@ -286,38 +273,15 @@ export class CsvScan {
       return;
     }
     if (col === 1 && this.pendingBlank) this.pendingValue();
-    if (this.width < 0) {
-      this.first.push(isNull ? null : this.text(b, s, e, quoted));
-      return;
-    }
-    if (col >= this.width || isNull || !this.infer) return;
-    this.seen[col] = 1;
-    if (this.firstCells !== undefined && this.repeated[col] === 0) {
-      const cell = this.firstCells[col]!;
-      const same = quoted && this.escaped ? this.text(b, s, e, quoted) === this.first[col] : cell.length === e - s && b.compare(cell, 0, cell.length, s, e) === 0;
-      if (same) this.repeated[col] = 1;
-    }
-    const mask = this.masks[col]!;
-    if (mask === 0) return;
-    let bits = quoted && this.escaped ? SLOW : classifyBytes(b, s, e);
-    if (bits === SLOW) bits = classify(this.text(b, s, e, quoted));
-    this.masks[col] = mask & bits;
+    if (this.width < 0) this.first.push(isNull ? null : fieldText(b, s, e, quoted && this.escaped));
+    else if (col < this.width && !isNull) this.columns?.value(col, b, s, e, quoted && this.escaped);
   }
 
   /** The first field turned out not to end a blank line: it is an empty text or a NULL. */
   private pendingValue(): void {
     this.pendingBlank = false;
     if (this.width < 0) this.first.push(this.pendingNull ? null : '');
-    else if (!this.pendingNull && this.infer) {
-      this.seen[0] = 1;
-      this.masks[0] = 0;
-      if (this.firstCells !== undefined && this.first[0] === '') this.repeated[0] = 1;
-    }
-  }
-
-  private text(b: Buffer, s: number, e: number, quoted: boolean): string {
-    const t = b.toString('utf8', s, e);
-    return quoted && this.escaped ? t.replaceAll('""', '"') : t;
+    else if (!this.pendingNull) this.columns?.empty(0);
   }
 
   /** A record ended at stream offset `end` (after its line end). */
@@ -326,7 +290,7 @@ export class CsvScan {
     const start = this.line;
     this.fieldIndex = 0;
     this.previousSkip = -1;
-    if (fields === 1 && this.pendingBlank && !this.pendingNull) {
+    if (fields === 1 && this.pendingBlank) {
       this.pendingBlank = false;
       this.lastEnd = start;
       this.skips.push(this.recordStart, end, SKIP_BLANK);
@@ -340,24 +304,13 @@ export class CsvScan {
       this.firstRecord(fields);
       this.skips.push(this.recordStart, end, SKIP_FIRST);
       this.previousSkip = SKIP_FIRST;
-    } else if (fields !== this.width) throw ragged(start, fields, this.width);
+    } else if (fields !== this.width) throw raggedRow(start, fields, this.width);
     else this.rows++;
   }
 
   private firstRecord(width: number): void {
     if (width > MAX_COLUMNS) throw tooManyColumns(width);
     this.width = width;
-    this.masks = new Int32Array(width).fill(ALL);
-    this.seen = new Uint8Array(width);
-    this.repeated = new Uint8Array(width);
-    this.firstMasks = new Int32Array(width).fill(ALL);
-    this.firstSeen = new Uint8Array(width);
-    this.first.forEach((v, i) => {
-      if (v === null) return;
-      this.firstSeen[i] = 1;
-      this.firstMasks[i] = classify(v);
-    });
-    // Repeats of the first row's cells further down only matter when it may be a header.
-    if (isHeaderRow(this.first, [], [])) this.firstCells = this.first.map((v) => Buffer.from(v!, 'utf8'));
+    if (this.infer) this.columns = new ColumnInference(this.first);
   }
 }

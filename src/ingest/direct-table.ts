@@ -1,17 +1,18 @@
 /**
- * The Postgres side of the direct load (direct.ts): one transaction on the user's connection
- * that creates the table with the guessed column types (replace: under a reserved name, swapped
- * in at the end; append: the existing table) and streams the upload's own CSV bytes into it with
- * `COPY … FROM STDIN (FORMAT csv)`, so Postgres parses and converts every value while Node only
- * checks and infers. A savepoint before the table lets a wrong guess start over; any failure
- * rolls back: no new table, an existing one untouched.
+ * The Postgres side of the direct load (direct.ts): one transaction on the user's connection that
+ * creates the table with the guessed column types (under a reserved name, renamed — on replace:
+ * swapped in — at the end; append: the existing table) and streams the upload's own CSV bytes
+ * into it with `COPY … FROM STDIN (FORMAT csv)`, so Postgres parses and converts every value
+ * while Node only checks and infers. A savepoint before the table lets a wrong guess start over;
+ * any failure rolls back: no new table, an existing one untouched.
  */
-import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { escapeIdentifier, escapeLiteral } from 'pg';
 import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
+import { firstOf } from './events.js';
 import type { Target } from './finish.js';
 import { RESERVED_PREFIX } from './names.js';
 import type { ColumnType, InferredColumn } from './types.js';
@@ -32,6 +33,7 @@ function castOf(name: string, column: InferredColumn): string {
   return `${name}::${column.type}`;
 }
 
+/** The table a direct load writes, and the transaction around it. */
 export class DirectTable {
   private copy: CopyStreamQuery | undefined;
   private failure: unknown;
@@ -43,7 +45,9 @@ export class DirectTable {
     private readonly names: readonly string[],
     private readonly options: string,
   ) {
-    const build = target.mode === 'replace' ? `${RESERVED_PREFIX}new_${process.pid}_${Date.now().toString(36)}` : target.table;
+    // A new table is built under a name of its own and renamed at the end, so that its name is
+    // only taken at commit (a concurrent upload of the same name fails then, not waits all along).
+    const build = target.mode === 'append' ? target.table : `${RESERVED_PREFIX}new_${randomBytes(8).toString('hex')}`;
     this.table = qualified(target.schema, build);
   }
 
@@ -54,7 +58,12 @@ export class DirectTable {
   static async begin(client: pg.ClientBase, target: Target, names: readonly string[], delimiter: string, nullText: string): Promise<DirectTable> {
     const options = `FORMAT csv, DELIMITER ${escapeLiteral(delimiter)}, NULL ${escapeLiteral(nullText)}, QUOTE '"'`;
     await run(client, 'BEGIN');
-    await run(client, 'SAVEPOINT direct_load');
+    try {
+      await run(client, 'SAVEPOINT direct_load');
+    } catch (err: unknown) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
     return new DirectTable(client, target, names, options);
   }
 
@@ -78,7 +87,7 @@ export class DirectTable {
     if (this.failure !== undefined) throw this.failure;
     const copy = this.copy!;
     if (copy.write(bytes)) return;
-    await Promise.race([once(copy, 'drain'), once(copy, 'error')]);
+    await firstOf(copy, ['drain', 'error']);
     if (this.failure !== undefined) throw this.failure;
   }
 
@@ -87,7 +96,7 @@ export class DirectTable {
     const copy = this.copy!;
     this.copy = undefined;
     if (this.failure === undefined) {
-      const done = Promise.race([once(copy, 'finish'), once(copy, 'error')]);
+      const done = firstOf(copy, ['finish', 'error']);
       copy.end();
       await done;
     }
@@ -102,22 +111,21 @@ export class DirectTable {
     await this.open(types);
   }
 
-  /** Turns the columns loaded as text whose values all fit another type into that type. */
-  async convert(columns: readonly InferredColumn[], loaded: readonly ColumnType[]): Promise<void> {
+  /** Turns the columns loaded as text whose values all fit another type into that type; returns how many. */
+  async convert(columns: readonly InferredColumn[], loaded: readonly ColumnType[]): Promise<number> {
     const changes = columns.flatMap((c, i) => {
       if (loaded[i] !== 'text' || c.type === 'text') return [];
       const name = escapeIdentifier(this.names[i]!);
       return [`ALTER COLUMN ${name} TYPE ${c.type} USING ${castOf(name, c)}`];
     });
     if (changes.length) await run(this.client, `ALTER TABLE ${this.table} ${changes.join(', ')}`);
+    return changes.length;
   }
 
-  /** Swaps a replacing table in, and commits. */
+  /** Gives a new table its name (replace: in place of the old one), and commits. */
   async commit(): Promise<void> {
-    if (this.target.mode === 'replace') {
-      await run(this.client, `DROP TABLE IF EXISTS ${qualified(this.target.schema, this.target.table)}`);
-      await run(this.client, `ALTER TABLE ${this.table} RENAME TO ${escapeIdentifier(this.target.table)}`);
-    }
+    if (this.target.mode === 'replace') await run(this.client, `DROP TABLE IF EXISTS ${qualified(this.target.schema, this.target.table)}`);
+    if (this.target.mode !== 'append') await run(this.client, `ALTER TABLE ${this.table} RENAME TO ${escapeIdentifier(this.target.table)}`);
     await run(this.client, 'COMMIT');
   }
 
@@ -133,7 +141,7 @@ export class DirectTable {
     // A COPY that already failed has ended on the server: there is nothing to cancel.
     if (!copy || copy.destroyed || this.failure !== undefined) return;
     // pg-copy-streams answers destroy() with CopyFail; the connection is usable once the error is back.
-    const ended = Promise.race([once(copy, 'close'), once(copy, 'error')]).catch(() => undefined);
+    const ended = firstOf(copy, ['close', 'error']);
     copy.destroy(new PgError(SqlState.QueryCanceled, 'direct load abandoned'));
     await ended;
   }

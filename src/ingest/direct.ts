@@ -9,22 +9,26 @@
  * after the whole file (3.4 s) — reached 0.25× of psql. Letting Postgres parse the CSV into the
  * text table and casting afterwards still costs 5.2 s of Postgres time (an `ALTER … TYPE` rewrite
  * instead costs 3.7 s), so the casts had to go: the table gets its types before the first row.
+ * Result: ~66 MB/s against psql's ~70 (0.93–0.97×), Postgres' COPY being the bottleneck; the
+ * scan (~180 MB/s) runs beside it on the other core.
  *
  * Inference needs every value, so the types are guessed from the first MiB (SAMPLE_BYTES) and
- * confirmed as the rest streams by; the upload is spooled to a temporary file meanwhile (spool.ts,
- * ~0.1 s of disk writes). A column whose guess a later value contradicts makes the load start over
- * from the spool with a better guess (at most MAX_RESTARTS times, then every column as text);
- * columns loaded as text that turn out typed (no value in the sample, a non-ISO date layout) are
- * converted at the end with one `ALTER TABLE`. Whatever Postgres would read differently from
- * csv.ts (incompatible CSV, a header guessed wrong, an error from Postgres, e.g. an append value
- * that does not fit) hands the whole upload, from the spool, to the row-by-row path instead, whose
+ * confirmed as the rest streams by; the upload is spooled to a temporary file meanwhile (spool.ts;
+ * its cost was within the noise, under 0.1 s). A column whose guess a later value contradicts
+ * makes the load start over from the spool with a better guess (at most MAX_RESTARTS times, then
+ * every column as text): one restart 60% into the benchmark file costs 1.4 s (0.6×). Columns
+ * loaded as text that turn out typed (no value in the sample, a non-ISO date layout) are converted
+ * at the end with one `ALTER TABLE`. Whatever Postgres would read differently from csv.ts
+ * (incompatible CSV, a header guessed wrong, an error from Postgres, e.g. an append value that
+ * does not fit) hands the whole upload, from the spool, to the row-by-row path instead, whose
  * answers (errors with their line included) are the reference.
  */
 import type pg from 'pg';
 import { PgError, SqlState } from '../shared/errors.js';
-import { CsvScan, SKIP_FIRST } from './csv-scan.js';
+import { CsvScan } from './csv-scan.js';
 import { DirectTable } from './direct-table.js';
 import { existingColumns, type Target } from './finish.js';
+import { Forwarder } from './forward.js';
 import { columnNames } from './names.js';
 import type { Reading } from './read.js';
 import { Spool } from './spool.js';
@@ -54,20 +58,11 @@ export function canLoadDirect(delimiter: string, nullValues: readonly string[]):
   return delimiter.length === 1 && delimiter.charCodeAt(0) < 128 && nullText !== undefined && !nullText.includes(delimiter) && !/["\r\n]/.test(nullText);
 }
 
+/** A line to skip (a NULL text alone on it) that began in bytes Postgres already has. */
+const SKIPPED_LATE = 'a skipped line across chunks';
+
 /** Thrown by Postgres steps of the direct load: the row-by-row path takes over. */
 class Abandon extends Error {}
-
-/** Skip ranges (stream offsets) still to apply to the bytes being sent. */
-class Skips {
-  list: number[] = [];
-  at = 0;
-  add(triples: number[]): void {
-    if (this.at === this.list.length) {
-      this.list = triples;
-      this.at = 0;
-    } else this.list.push(...triples);
-  }
-}
 
 class DirectLoad {
   private readonly scan: CsvScan;
@@ -78,9 +73,9 @@ class DirectLoad {
   private loaded: ColumnType[] = [];
   private demoted: boolean[] = [];
   private restarts = 0;
-  /** Stream offset after the last byte Postgres was sent. */
-  private sentTo = 0;
-  private readonly skips = new Skips();
+  private out: Forwarder | undefined;
+  /** Skip ranges found while sampling, before the header is decided. */
+  private sampleSkips: number[] = [];
 
   constructor(
     private readonly client: pg.ClientBase,
@@ -96,69 +91,74 @@ class DirectLoad {
 
   async run(received: (reading: Reading) => Promise<void>, fallback: Fallback): Promise<ImportOutcome> {
     const it = this.upload.bytes[Symbol.asyncIterator]();
-    const rest = async function* (): AsyncGenerator<Buffer> {
-      for (let next = await it.next(); !next.done; next = await it.next()) yield next.value;
-    };
-    const fallBack = async (): Promise<ImportOutcome> => {
-      const table = this.table;
-      this.table = undefined;
-      await table?.rollback();
-      this.progress.rows = 0;
-      const spool = this.spool;
-      const upTo = spool.size;
-      return fallback((async function* () {
-        yield* spool.read(0, upTo);
-        yield* rest();
-      })());
-    };
+    let reason: string | undefined;
     try {
-      if (!(await this.load(it))) return await fallBack();
-      return await this.finish(received);
+      reason = await this.load(it);
+      if (reason === undefined) return await this.finish(received);
     } catch (err: unknown) {
-      if (err instanceof Abandon) return await fallBack();
-      await this.table?.rollback().catch(() => undefined);
-      throw err;
+      if (!(err instanceof Abandon)) {
+        await this.table?.rollback().catch(() => undefined);
+        throw err;
+      }
+      reason = `Postgres: ${err.cause instanceof Error ? err.cause.message : String(err.cause)}`;
     }
+    const table = this.table;
+    this.table = undefined;
+    await table?.rollback();
+    this.progress.rows = 0;
+    const spool = this.spool;
+    const upTo = spool.size;
+    const outcome = await fallback(
+      (async function* () {
+        yield* spool.read(0, upTo);
+        for (let next = await it.next(); !next.done; next = await it.next()) yield next.value;
+      })(),
+    );
+    return { ...outcome, load: { path: 'rows', reason } };
   }
 
-  /** Streams the whole upload into the table; false when the row-by-row path must take over. */
-  private async load(it: AsyncIterator<Buffer>): Promise<boolean> {
+  /** Streams the whole upload into the table; or says why the row-by-row path must take over. */
+  private async load(it: AsyncIterator<Buffer>): Promise<string | undefined> {
     const scan = this.scan;
     const sample: Buffer[] = [];
     let next = await it.next();
     for (; !next.done; next = await it.next()) {
       await this.read(next.value);
-      if (scan.incompatible !== undefined) return false;
+      if (scan.incompatible !== undefined) return scan.incompatible;
       sample.push(next.value);
       if (this.spool.size >= SAMPLE_BYTES && scan.width >= 0) break;
     }
     if (next.done) scan.end();
-    if (scan.incompatible !== undefined) return false;
+    if (scan.incompatible !== undefined) return scan.incompatible;
     if (scan.width < 0) throw new PgError(SqlState.BadCopyFileFormat, 'the file holds no records', { hint: 'upload a file with at least one row' });
-    if (!(await this.start())) return false;
+    if (!(await this.start())) return 'the file\'s columns are not all columns of the table';
     let base = 0;
     for (const chunk of sample) {
-      if (!(await this.forward(chunk, base))) return false;
+      if (!(await this.out!.forward(chunk, base))) return SKIPPED_LATE;
       base += chunk.length;
     }
-    if (next.done) return this.settle();
-    for (next = await it.next(); !next.done; next = await it.next()) {
-      await this.read(next.value);
-      if (scan.incompatible !== undefined) return false;
-      if (this.mismatched()) {
-        if (!(await this.restart())) return false;
-      } else if (!(await this.forward(next.value, base))) return false;
-      base += next.value.length;
+    if (!next.done) {
+      for (next = await it.next(); !next.done; next = await it.next()) {
+        await this.read(next.value);
+        if (scan.incompatible !== undefined) return scan.incompatible;
+        if (this.mismatched()) {
+          if (!(await this.restart())) return SKIPPED_LATE;
+        } else if (!(await this.out!.forward(next.value, base))) return SKIPPED_LATE;
+        base += next.value.length;
+      }
+      scan.end();
+      if (scan.incompatible !== undefined) return scan.incompatible;
     }
-    scan.end();
-    return scan.incompatible === undefined && this.settle();
+    return this.settle();
   }
 
   /** Spools and scans one chunk. */
   private async read(chunk: Buffer): Promise<void> {
     await this.spool.append(chunk);
     this.scan.feed(chunk);
-    this.skips.add(this.scan.takeSkips());
+    const skips = this.scan.takeSkips();
+    if (this.out) this.out.skip(skips);
+    else this.sampleSkips.push(...skips);
     this.progress.rows = this.scan.rows;
   }
 
@@ -179,7 +179,14 @@ class DirectLoad {
     this.demoted = this.loaded.map(() => false);
     this.table = await this.pg(() => DirectTable.begin(this.client, this.target, columns, this.upload.delimiter, this.opts.nullValues[0]!));
     await this.pg(() => this.table!.open(this.loaded));
+    this.out = this.forwarder();
+    this.out.skip(this.sampleSkips);
     return true;
+  }
+
+  /** Sends the stream, less blank lines and the header, to the COPY. */
+  private forwarder(): Forwarder {
+    return new Forwarder(this.header, (bytes) => this.pg(() => this.table!.write(bytes)));
   }
 
   /** Whether a column's values no longer fit the type it is being loaded as. */
@@ -202,15 +209,13 @@ class DirectLoad {
       return demote || current.dateLayout ? 'text' : current.type;
     });
     await this.pg(() => this.table!.restart(this.loaded));
-    this.sentTo = 0;
-    this.skips.list = [];
-    this.skips.at = 0;
+    const out = (this.out = this.forwarder());
     const replay = new CsvScan(this.upload.delimiter.charCodeAt(0), this.nullBytes, false);
     let base = 0;
     for await (const chunk of this.spool.read(0, this.spool.size)) {
       replay.feed(chunk);
-      this.skips.add(replay.takeSkips());
-      if (replay.incompatible !== undefined || !(await this.forward(chunk, base))) return false;
+      out.skip(replay.takeSkips());
+      if (replay.incompatible !== undefined || !(await out.forward(chunk, base))) return false;
       base += chunk.length;
     }
     this.scan.takeSkips();
@@ -218,41 +223,12 @@ class DirectLoad {
   }
 
   /** After the end: applies the last skips and restarts once more if the last record changed a type. */
-  private async settle(): Promise<boolean> {
-    this.skips.add(this.scan.takeSkips());
-    if (!(await this.forward(Buffer.alloc(0), this.spool.size))) return false;
-    if (this.mismatched() && !(await this.restart())) return false;
+  private async settle(): Promise<string | undefined> {
+    this.out!.skip(this.scan.takeSkips());
+    if (!(await this.out!.forward(Buffer.alloc(0), this.spool.size))) return SKIPPED_LATE;
+    if (this.mismatched() && !(await this.restart())) return SKIPPED_LATE;
     // A header guessed from the sample that the whole file contradicts: its first row was not loaded.
-    return this.scan.isHeader(this.opts.header) === this.header;
-  }
-
-  /** Sends `chunk` (at stream offset `base`) less the skipped ranges; false if part of one was sent already. */
-  private async forward(chunk: Buffer, base: number): Promise<boolean> {
-    const { list } = this.skips;
-    const end = base + chunk.length;
-    let pos = base;
-    while (this.skips.at < list.length) {
-      const k = this.skips.at;
-      const s = list[k]!;
-      const e = list[k + 1]!;
-      if (s > end || (s === end && chunk.length > 0)) break;
-      if (list[k + 2] === SKIP_FIRST && !this.header) {
-        this.skips.at += 3;
-        continue;
-      }
-      if (s < this.sentTo) return false;
-      if (s > pos) await this.send(chunk.subarray(pos - base, s - base), s);
-      pos = Math.max(pos, Math.min(e, end));
-      if (e > end) break;
-      this.skips.at += 3;
-    }
-    if (pos < end) await this.send(chunk.subarray(pos - base), end);
-    return true;
-  }
-
-  private async send(bytes: Buffer, to: number): Promise<void> {
-    this.sentTo = to;
-    await this.pg(() => this.table!.write(bytes));
+    return this.scan.isHeader(this.opts.header) === this.header ? undefined : 'the header guessed from the first rows';
   }
 
   /** Ends the COPY, converts the columns loaded as text, and commits. */
@@ -260,13 +236,13 @@ class DirectLoad {
     const table = this.table!;
     const rows = await this.pg(() => table.close());
     const columns = this.scan.types(this.header).map((t, i) => ({ name: this.names[i]!, ...t }));
-    if (this.target.mode !== 'append') await this.pg(() => table.convert(columns, this.loaded));
+    const converted = this.target.mode === 'append' ? 0 : await this.pg(() => table.convert(columns, this.loaded));
     this.progress.rows = rows;
     const { format, delimiter } = this.upload;
     await received({ format, delimiter, header: this.header, columns, rows, sample: [] });
     await table.commit();
     this.table = undefined;
-    return { format, delimiter, header: this.header, columns, rows };
+    return { format, delimiter, header: this.header, columns, rows, load: { path: 'direct', restarts: this.restarts, converted } };
   }
 
   /** Runs a Postgres step; its failure abandons the direct load. */

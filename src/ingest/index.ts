@@ -79,7 +79,7 @@ async function importRows(client: pg.ClientBase, upload: OpenedUpload, opts: Par
       rows = await createTable(client, target, reading.columns, reading.skipLine);
     }
     progress.rows = rows;
-    return { format: reading.format, delimiter: reading.delimiter, header: reading.header, columns: reading.columns, rows };
+    return { format: reading.format, delimiter: reading.delimiter, header: reading.header, columns: reading.columns, rows, load: { path: 'rows' } };
   } catch (err: unknown) {
     staging?.abort();
     throw err;

@@ -9,7 +9,7 @@ import { csvReader } from './csv.js';
 import { decodeText, effectiveEncoding, peek } from './decode.js';
 import { Inference, isHeaderRow } from './infer.js';
 import { jsonReader } from './json.js';
-import { located } from './located.js';
+import { raggedRow } from './located.js';
 import { columnNames } from './names.js';
 import { assertTextLike, detectDelimiter, detectFormat } from './sniff.js';
 import { copyLine, MAX_COLUMNS, tooManyColumns, type RowSink } from './staging.js';
@@ -72,12 +72,6 @@ export async function* counted(source: AsyncIterable<Buffer>, progress: Progress
   }
 }
 
-function ragged(row: ParsedRow, width: number): PgError {
-  return located(SqlState.BadCopyFileFormat, row.line, `line ${row.line} has ${row.values.length} fields; expected ${width} like the first line`, {
-    hint: 'every line of a CSV file must have the same number of fields (quote fields that contain the delimiter)',
-  });
-}
-
 /** Reads the whole upload into `sink`; `progress` counts bytes read and rows staged. */
 export async function readUpload(source: AsyncIterable<Buffer>, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress): Promise<Reading> {
   const upload = await openUpload(counted(source, progress), opts);
@@ -122,7 +116,7 @@ export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (
       }
       const now = keyed() ? reader.names!.length : row.values.length;
       if (now !== width) {
-        if (strict) throw ragged(row, width);
+        if (strict) throw raggedRow(row.line, row.values.length, width);
         if (now > width) {
           if (batch) await out.write(batch);
           batch = '';

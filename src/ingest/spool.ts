@@ -10,6 +10,7 @@ import { join } from 'node:path';
 
 const READ_BYTES = 256 * 1024;
 
+/** One upload's spool file: appended as the upload arrives, read back from any offset. */
 export class Spool {
   /** Bytes appended so far. */
   size = 0;

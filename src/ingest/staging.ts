@@ -4,11 +4,11 @@
  * everybody else and disappears with the connection, so a crash leaves nothing behind; rows
  * reach it through `COPY … FROM STDIN` in text format, with backpressure.
  */
-import { once } from 'node:events';
 import type pg from 'pg';
 import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
+import { firstOf } from './events.js';
 import { RESERVED_PREFIX } from './names.js';
 
 /** Schema-qualified name of the staging table (pg_temp: the session's own temporary schema). */
@@ -97,7 +97,7 @@ export class Staging implements RowSink {
     if (this.failure !== undefined) throw this.failure;
     const copy = this.copy ?? this.open();
     if (copy.write(text)) return;
-    await Promise.race([once(copy, 'drain'), once(copy, 'error')]);
+    await firstOf(copy, ['drain', 'error']);
     if (this.failure !== undefined) throw this.failure;
   }
 
@@ -106,7 +106,7 @@ export class Staging implements RowSink {
     if (!copy) return;
     this.copy = undefined;
     if (this.failure === undefined) {
-      const done = Promise.race([once(copy, 'finish'), once(copy, 'error')]);
+      const done = firstOf(copy, ['finish', 'error']);
       copy.end();
       await done;
     }

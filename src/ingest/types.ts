@@ -57,6 +57,17 @@ export interface InferredColumn {
   dateLayout?: string | undefined;
 }
 
+/** How an import loaded its rows: COPY of the file itself (direct.ts), or row by row. */
+export interface LoadPath {
+  path: 'direct' | 'rows';
+  /** Times a wrong type guess made the direct load start over. */
+  restarts?: number | undefined;
+  /** Columns loaded as text and given their type at the end (one rewrite of the table). */
+  converted?: number | undefined;
+  /** Why a CSV/TSV upload was loaded row by row. */
+  reason?: string | undefined;
+}
+
 /** What an import did. */
 export interface ImportOutcome {
   format: Format;
@@ -64,6 +75,7 @@ export interface ImportOutcome {
   header: boolean;
   columns: InferredColumn[];
   rows: number;
+  load?: LoadPath | undefined;
 }
 
 /** Counters a running import reports. */

@@ -10,6 +10,7 @@ import { describe, expect, test } from 'vitest';
 import { Bit, classify } from '../../../src/ingest/classify.js';
 import { classifyBytes, SLOW } from '../../../src/ingest/classify-bytes.js';
 import { FIXTURES } from '../../integration/ingest-helpers.js';
+import { random } from './random-csv.js';
 
 function viaBytes(text: string): number {
   const b = Buffer.from(`«${text}»`, 'utf8'); // not at offset 0, and with bytes around it
@@ -22,15 +23,6 @@ function expectSame(texts: Iterable<string>): void {
   const differ: string[] = [];
   for (const t of texts) if (viaBytes(t) !== classify(t)) differ.push(`${JSON.stringify(t)}: bytes ${viaBytes(t)}, classify ${classify(t)}`);
   expect(differ).toEqual([]);
-}
-
-/** A small deterministic generator (tests must be reproducible). */
-function random(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    return x / 2 ** 32;
-  };
 }
 
 const EDGE = [

@@ -4,12 +4,14 @@
  * row count, and the same errors with the same lines — wherever the chunks are cut. What the
  * scanner calls incompatible (Postgres would read it differently) goes row by row instead.
  */
+import { parse } from 'csv-parse/sync';
 import { describe, expect, test } from 'vitest';
 import { csvReader } from '../../../src/ingest/csv.js';
 import { CsvScan, SKIP_FIRST } from '../../../src/ingest/csv-scan.js';
 import { columnNames } from '../../../src/ingest/names.js';
 import type { HeaderMode } from '../../../src/ingest/types.js';
 import { chunks, preview } from './helpers.js';
+import { random, randomCsv } from './random-csv.js';
 
 interface Result {
   error?: string;
@@ -65,53 +67,28 @@ async function records(text: string, delimiter = ',', nullText = ''): Promise<(s
   return out;
 }
 
-function random(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    return x / 2 ** 32;
-  };
-}
-
-const CELLS = ['1', '-7', '2.5', '1e3', '007', '99999999999999999999', 'true', 'No', '2024-02-29', '2024-03-04 05:06:07', '2024-03-04T05:06:07Z', '12/31/2024', '01/02/2024', '{"a": 1}', '[1,2]', 'x', 'Paris', 'é', ' 42', 'NA', '', '""', '"a,b"', '"x""y"', '"line\nbreak"', '"cr\r\nlf"', '"2024-01-01"', '"{""k"": [1]}"', '"1"', '"NA"'];
-
-function randomCsv(next: () => number, delimiter: string): string {
-  const width = 1 + Math.floor(next() * 4);
-  const eol = ['\n', '\r\n', '\r'][Math.floor(next() * 3)]!;
-  // Columns draw from a few cells each, so that types survive and headers are found.
-  const pools = Array.from({ length: width }, () => Array.from({ length: 1 + Math.floor(next() * 3) }, () => CELLS[Math.floor(next() * CELLS.length)]!));
-  const lines: string[] = [];
-  if (next() < 0.6) lines.push(Array.from({ length: width }, (_, i) => (next() < 0.9 ? `col${i}` : '"quoted, name"')).join(delimiter));
-  const n = Math.floor(next() * 12);
-  for (let r = 0; r < n; r++) {
-    if (next() < 0.08) lines.push('');
-    const w = next() < 0.04 ? width + 1 : width;
-    lines.push(Array.from({ length: w }, (_, i) => pools[i % width]![Math.floor(next() * pools[i % width]!.length)]!.replaceAll(',', delimiter === ',' ? ',' : delimiter)).join(delimiter));
-  }
-  let text = lines.join(eol) + (next() < 0.7 ? eol : '');
-  if (next() < 0.05) text += eol;
-  if (next() < 0.03) text = text.replace(/\r?\n$/, '"unclosed\n');
-  return text;
-}
-
 describe('the scanner reads what csv.ts reads', () => {
   test('2,000 random files, cut into random chunk sizes', async () => {
     const next = random(1234);
     let compared = 0;
     for (let n = 0; n < 2000; n++) {
       const delimiter = next() < 0.8 ? ',' : '\t';
+      const nullText = next() < 0.8 ? '' : 'NA';
       const text = randomCsv(next, delimiter);
       const size = 1 + Math.floor(next() * 40);
-      const { result, scan: s, forwarded } = scan(text, size, { delimiter });
+      const { result, scan: s, forwarded } = scan(text, size, { delimiter, nullText });
       if (s.incompatible !== undefined) continue;
-      const expected = await rowPath(text, { delimiter });
+      const expected = await rowPath(text, { delimiter, nullText });
       if (expected.error === 'the file is empty') continue;
       compared++;
       expect(result, JSON.stringify(text)).toEqual(expected);
       if (result.error === undefined) {
-        // What Postgres is sent holds exactly the data records, in order.
-        const all = await records(text, delimiter);
-        expect(await records(forwarded, delimiter), JSON.stringify(text)).toEqual(result.header ? all.slice(1) : all);
+        // What Postgres is sent holds exactly the data records, in order, and no blank line.
+        const all = await records(text, delimiter, nullText);
+        const data = result.header ? all.slice(1) : all;
+        expect(await records(forwarded, delimiter, nullText), JSON.stringify(text)).toEqual(data);
+        const raw = parse(forwarded, { delimiter, relax_column_count: true, relax_quotes: true, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][];
+        expect(raw.length, JSON.stringify(forwarded)).toBe(data.length);
       }
     }
     expect(compared).toBeGreaterThan(1500);

@@ -1,0 +1,20 @@
+/** Waiting on streams without leaving listeners behind. */
+import type { EventEmitter } from 'node:events';
+
+/**
+ * Resolves with the name of the first of `events` that `emitter` emits, then removes every
+ * listener it added (`Promise.race` of `events.once` leaves the losers attached: one more
+ * listener per wait, a leak on a COPY that waits for 'drain' thousands of times).
+ */
+export function firstOf(emitter: EventEmitter, events: readonly string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const handlers = events.map((name) => {
+      const handler = () => {
+        events.forEach((other, i) => emitter.off(other, handlers[i]!));
+        resolve(name);
+      };
+      emitter.on(name, handler);
+      return handler;
+    });
+  });
+}
