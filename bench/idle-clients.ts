@@ -3,7 +3,7 @@
  * them idle until SIGTERM. Run as its own process so its sockets don't count against the
  * measured server's memory or file descriptors.
  */
-import { openUpstreamSession, type UpstreamSession } from '../src/wire/upstream-session.js';
+import { openUpstreamSession, type UpstreamSession } from '../src/upstream/session.js';
 
 const [port, user, key, database, count] = [Number(process.argv[2]), process.argv[3]!, process.argv[4]!, process.argv[5]!, Number(process.argv[6])];
 const sessions: UpstreamSession[] = [];

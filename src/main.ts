@@ -8,6 +8,7 @@ import { PgError, SqlState } from './shared/errors.js';
 import type { Logger } from './shared/logger.js';
 import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
+import { sessionPoolFor } from './upstream/session-pool.js';
 import { createPolicy } from './policy/index.js';
 import { startWireServer } from './wire/server.js';
 
@@ -46,7 +47,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
     cleanup.push(() => wire.close());
     const pools = new RolePools({ cluster, config, log });
     cleanup.push(() => pools.close());
-    const app = await buildApp({ config, control, log, policy, pools });
+    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
+    cleanup.push(async () => sessions.close());
+    const app = await buildApp({ config, control, log, policy, pools, sessions });
     await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
       throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');
     });

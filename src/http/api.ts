@@ -13,8 +13,11 @@ import { keyRoutes } from './routes/keys.js';
 import { queryRoutes, type QueryDeps } from './routes/query.js';
 import { importRoutes } from './routes/import.js';
 import { ErrorBody } from './schemas.js';
+import type { RolePools } from '../upstream/role-pools.js';
 
 export interface ApiDeps extends Omit<QueryDeps, 'maxRows'> {
+  /** pg pools per role: uploads stream COPY through them. */
+  pools: RolePools;
   config: Pick<Config, 'maxResultRows' | 'rateLimitMax' | 'rateLimitWindowMs' | 'importMaxBytes' | 'importAsyncBytes'>;
 }
 
@@ -41,7 +44,7 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   });
   await app.register(repoRoutes, { control: deps.control });
   await app.register(keyRoutes, { control: deps.control });
-  const { control, policy, pools, types } = deps;
-  await app.register(queryRoutes, { control, policy, pools, types, maxRows: deps.config.maxResultRows });
+  const { control, policy, pools, types, sessions, sessionSettings } = deps;
+  await app.register(queryRoutes, { control, policy, sessions, sessionSettings, types, maxRows: deps.config.maxResultRows });
   await app.register(importRoutes, { control, pools, config: deps.config });
 };

@@ -13,7 +13,8 @@ import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import { TypeCatalog } from '../upstream/query-types.js';
-import type { RolePools } from '../upstream/role-pools.js';
+import { restSessionSettings, type RolePools } from '../upstream/role-pools.js';
+import type { SessionPool } from '../upstream/session-pool.js';
 import { api } from './api.js';
 import { installErrorHandling } from './errors.js';
 import { healthRoutes } from './routes/health.js';
@@ -24,6 +25,8 @@ export interface AppDeps {
   log: Logger;
   policy: Policy;
   pools: RolePools;
+  /** Raw upstream sessions for `POST /query/` (see upstream/query-run.ts). */
+  sessions: SessionPool;
 }
 
 /** Builds the HTTP front end (routes registered, not listening); the caller listens and closes it. */
@@ -57,6 +60,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     control: deps.control,
     policy: deps.policy,
     pools: deps.pools,
+    sessions: deps.sessions,
+    sessionSettings: restSessionSettings(deps.config),
     types: new TypeCatalog(deps.control.admin),
   });
   return app;

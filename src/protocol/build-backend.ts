@@ -1,4 +1,4 @@
-import type { PgError, Severity } from '../../shared/errors.js';
+import type { PgError, Severity } from '../shared/errors.js';
 import { AuthCode, BackendCode, type TransactionStatus } from './codes.js';
 import { errorFieldsOf } from './error-fields.js';
 import { cstringSize, Writer } from './writer.js';

@@ -1,4 +1,4 @@
-import { PgError, SqlState } from '../../shared/errors.js';
+import { PgError, SqlState } from '../shared/errors.js';
 import { FrontendCode, RequestCode } from './codes.js';
 import { cstringSize, Writer } from './writer.js';
 

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { PgError, SqlState } from '../../shared/errors.js';
+import { PgError, SqlState } from '../shared/errors.js';
 import { describeCode, protocolViolation } from './protocol-error.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { PgError } from '../../shared/errors.js';
+import type { PgError } from '../shared/errors.js';
 import type {
   AuthenticationRequest,
   BackendKeyData,
@@ -8,6 +8,7 @@ import type {
 import { AuthCode, BackendCode, type TransactionStatus } from './codes.js';
 import { Cursor } from './cursor.js';
 import { pgErrorFromFields, readErrorFields } from './error-fields.js';
+import { protocolViolation } from './protocol-error.js';
 
 // Server text is decoded leniently (`cstring(false)`): it is relayed or displayed, never judged
 // by the policy, and a server in another encoding must not break the connection.
@@ -143,4 +144,54 @@ export function decodeNegotiateProtocolVersion(frame: Buffer): NegotiateProtocol
   for (let i = 0; i < count; i++) unsupportedOptions.push(cursor.cstring(false));
   cursor.end();
   return { protocol, unsupportedOptions };
+}
+
+/** One column of a RowDescription: what the REST API needs to name and type it. */
+export interface FieldDescription {
+  name: string;
+  typeOid: number;
+  typmod: number;
+}
+
+/** @see https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-ROWDESCRIPTION */
+export function decodeRowDescription(frame: Buffer): FieldDescription[] {
+  const cursor = Cursor.typed(frame, BackendCode.RowDescription, 'RowDescription');
+  const n = cursor.int16();
+  const fields: FieldDescription[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = cursor.cstring(false);
+    cursor.int32(); // table oid
+    cursor.int16(); // column number
+    const typeOid = cursor.uint32();
+    cursor.int16(); // type size
+    const typmod = cursor.int32();
+    cursor.int16(); // format: text, as requested
+    fields.push({ name, typeOid, typmod });
+  }
+  cursor.end();
+  return fields;
+}
+
+/**
+ * Text-format values of a DataRow: each the text Postgres printed, or null. Read by offset, not
+ * through a Cursor: this runs once per row of every REST result.
+ *
+ * @see https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-DATAROW
+ */
+export function decodeDataRow(frame: Buffer): (string | null)[] {
+  const n = frame.readInt16BE(5);
+  const values = new Array<string | null>(n);
+  let pos = 7;
+  for (let i = 0; i < n; i++) {
+    const len = frame.readInt32BE(pos);
+    pos += 4;
+    if (len < 0) {
+      values[i] = null;
+    } else {
+      if (pos + len > frame.length) throw protocolViolation('DataRow value runs past the message');
+      values[i] = frame.toString('utf8', pos, pos + len);
+      pos += len;
+    }
+  }
+  return values;
 }

@@ -1,4 +1,4 @@
-import { PgError, type Severity } from '../../shared/errors.js';
+import { PgError, type Severity } from '../shared/errors.js';
 import { Cursor } from './cursor.js';
 
 /**

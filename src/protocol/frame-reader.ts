@@ -1,4 +1,4 @@
-import type { PgError } from '../../shared/errors.js';
+import type { PgError } from '../shared/errors.js';
 import {
   BackendCode,
   DEFAULT_MAX_MESSAGE_BYTES,

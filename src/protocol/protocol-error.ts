@@ -1,4 +1,4 @@
-import { PgError, SqlState } from '../../shared/errors.js';
+import { PgError, SqlState } from '../shared/errors.js';
 
 /**
  * The error for bytes that do not follow the protocol. FATAL because the stream position can no

@@ -1,4 +1,4 @@
-import { PgError, SqlState } from '../../shared/errors.js';
+import { PgError, SqlState } from '../shared/errors.js';
 import { unencodable } from './protocol-error.js';
 
 /**

@@ -110,3 +110,11 @@ export class RolePools {
     await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   }
 }
+
+/**
+ * Start-up settings of every REST session, raw or pooled: they are the session defaults that
+ * `RESET ALL` returns to after each statement.
+ */
+export function restSessionSettings(config: Pick<Config, 'statementTimeoutMs'>): Record<string, string> {
+  return { search_path: REST_SEARCH_PATH.join(','), statement_timeout: String(config.statementTimeoutMs), application_name: 'repobase-rest' };
+}

@@ -5,8 +5,9 @@
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from './codec/index.js';
-import { openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './upstream-session.js';
+import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
+import type { Cluster } from './cluster.js';
+import { openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
 
 interface Idle {
   session: UpstreamSession;
@@ -19,6 +20,14 @@ export interface SessionPoolOptions {
   /** Sessions per role, busy and idle together. */
   maxPerRole: number;
   idleMs: number;
+  /**
+   * `eager`: a released session runs DISCARD ALL before it is pooled (the wire relay hands the
+   * socket to a client as is). `lazy`: it is pooled at once, marked `needsReset`, and its next
+   * user resets it in the same round trip as its own statement (the REST API).
+   */
+  reset: 'eager' | 'lazy';
+  /** How long `acquire` waits for a session when the role has `maxPerRole` busy. */
+  waitMs: number;
   log: Logger;
 }
 
@@ -28,6 +37,7 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
+  private readonly waiting = new Map<string, (() => void)[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
   private readonly learning = new Map<string, Promise<ReadonlyMap<string, string>>>();
@@ -76,9 +86,8 @@ export class SessionPool {
     }
     const n = this.count.get(role) ?? 0;
     if (n >= this.opts.maxPerRole) {
-      throw new PgError(SqlState.TooManyConnections, `too many connections for user "${role}" (at most ${this.opts.maxPerRole})`, {
-        hint: 'close idle connections, or raise REPOBASE_PG_SESSIONS_PER_USER',
-      });
+      await this.waitForRoom(role);
+      return this.acquire(role, params);
     }
     this.count.set(role, n + 1);
     try {
@@ -92,6 +101,36 @@ export class SessionPool {
     }
   }
 
+  /** Resolves when a session of `role` is released or closed; 53300 after `waitMs`. */
+  private waitForRoom(role: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const list = this.waiting.get(role) ?? [];
+      const waiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        const i = list.indexOf(waiter);
+        if (i >= 0) list.splice(i, 1);
+        reject(
+          new PgError(SqlState.TooManyConnections, `too many connections for user "${role}" (at most ${this.opts.maxPerRole} at once)`, {
+            hint: 'every upstream session of this user stayed busy; close idle connections, or raise the per-user limit',
+          }),
+        );
+      }, this.opts.waitMs);
+      list.push(waiter);
+      this.waiting.set(role, list);
+    });
+  }
+
+  /** Lets the longest-waiting `acquire` of `role` try again. */
+  private room(role: string): void {
+    const list = this.waiting.get(role);
+    const next = list?.shift();
+    if (list && list.length === 0) this.waiting.delete(role);
+    next?.();
+  }
+
   /**
    * Gives a session back. Only a session outside any transaction, with nothing in flight, may
    * be reused; it is reset with DISCARD ALL first. Anything else is closed.
@@ -99,6 +138,11 @@ export class SessionPool {
   release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, clean: boolean): void {
     if (!clean || this.closed || session.socket.destroyed || session.status !== 'I') {
       this.destroy(role, session);
+      return;
+    }
+    if (this.opts.reset === 'lazy') {
+      session.needsReset = true;
+      this.park(role, params, session);
       return;
     }
     const socket = session.socket;
@@ -112,10 +156,7 @@ export class SessionPool {
           socket.off('data', onData);
           socket.off('close', onClose);
           if (!ok || session.status !== 'I') return this.destroy(role, session);
-          const key = this.key(role, params);
-          const list = this.idle.get(key) ?? [];
-          list.push({ session, since: Date.now() });
-          this.idle.set(key, list);
+          this.park(role, params, session);
         });
       } catch {
         this.destroy(role, session);
@@ -125,6 +166,14 @@ export class SessionPool {
     socket.on('data', onData);
     socket.once('close', onClose);
     socket.write(DISCARD);
+  }
+
+  private park(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession): void {
+    const key = this.key(role, params);
+    const list = this.idle.get(key) ?? [];
+    list.push({ session, since: Date.now() });
+    this.idle.set(key, list);
+    this.room(role);
   }
 
   private destroy(role: string, session: UpstreamSession): void {
@@ -146,6 +195,7 @@ export class SessionPool {
     const n = (this.count.get(role) ?? 1) - 1;
     if (n <= 0) this.count.delete(role);
     else this.count.set(role, n);
+    this.room(role);
   }
 
   private sweep(): void {
@@ -172,4 +222,23 @@ export class SessionPool {
     }
     this.idle.clear();
   }
+}
+
+/** A session pool logging in to `cluster` as each user's own role (its derived password, its TLS). */
+export function sessionPoolFor(cluster: Pick<Cluster, 'roleConnection'>, opts: Omit<SessionPoolOptions, 'target'>): SessionPool {
+  return new SessionPool({
+    ...opts,
+    target: (role) => {
+      const c = cluster.roleConnection(role);
+      const ssl = c.ssl;
+      return {
+        host: c.host ?? '127.0.0.1',
+        port: c.port ?? 5432,
+        database: c.database ?? 'postgres',
+        user: role,
+        password: typeof c.password === 'string' ? c.password : '',
+        tls: ssl ? { rejectUnauthorized: typeof ssl === 'object' ? ssl.rejectUnauthorized !== false : true } : undefined,
+      };
+    },
+  });
 }

@@ -22,7 +22,7 @@ import {
   decodeParameterStatus,
   decodeReadyForQuery,
   type TransactionStatus,
-} from './codec/index.js';
+} from '../protocol/index.js';
 
 export interface UpstreamTarget {
   host: string;
@@ -44,6 +44,8 @@ export interface UpstreamSession {
   readonly host: string;
   readonly port: number;
   status: TransactionStatus;
+  /** Set after a statement ran: the next user must reset the session's settings first. */
+  needsReset: boolean;
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -195,7 +197,7 @@ function login(socket: Socket, target: UpstreamTarget, params: Readonly<Record<s
           socket.removeAllListeners('error');
           // Errors surface as 'close' to whoever holds the session; an unheard 'error' would crash the process.
           socket.on('error', () => undefined);
-          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame) });
+          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false });
           return;
         }
         default:

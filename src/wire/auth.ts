@@ -24,7 +24,7 @@ import {
   buildAuthenticationSaslFinal,
   decodePassword,
   type PasswordPhase,
-} from './codec/index.js';
+} from '../protocol/index.js';
 import type { FrameQueue } from './frame-queue.js';
 
 export interface AuthOptions {

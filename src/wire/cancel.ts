@@ -5,7 +5,7 @@
  */
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import { connect } from 'node:net';
-import { buildCancelRequest } from './codec/index.js';
+import { buildCancelRequest } from '../protocol/index.js';
 
 interface Target {
   secret: number;

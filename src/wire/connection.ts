@@ -25,10 +25,10 @@ import {
   buildReadyForQuery,
   decodeStartup,
   type StartupMessage,
-} from './codec/index.js';
+} from '../protocol/index.js';
 import { FrameQueue } from './frame-queue.js';
 import { Relay } from './relay.js';
-import type { SessionPool } from './session-pool.js';
+import type { SessionPool } from '../upstream/session-pool.js';
 import { upstreamStartup } from './startup-params.js';
 import type { TlsMaterial } from './tls.js';
 

@@ -5,7 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import { PgError, SqlState } from '../shared/errors.js';
-import type { FrameReader } from './codec/index.js';
+import type { FrameReader } from '../protocol/index.js';
 
 export interface Frame {
   code: number;

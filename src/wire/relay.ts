@@ -25,10 +25,10 @@ import {
   decodeQuery,
   type FrameReader,
   type TransactionStatus,
-} from './codec/index.js';
+} from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
-import type { UpstreamSession } from './upstream-session.js';
+import type { UpstreamSession } from '../upstream/session.js';
 
 /** Stands in for the upstream before the session is attached; nothing is ever added to it. */
 const NO_UPSTREAM = new Run(undefined);

@@ -7,11 +7,10 @@ import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { Cluster } from '../upstream/cluster.js';
-import { rolePassword } from '../upstream/roles.js';
 import { FailureThrottle } from './auth.js';
 import { CancelRegistry } from './cancel.js';
 import { serveConnection } from './connection.js';
-import { SessionPool } from './session-pool.js';
+import { sessionPoolFor } from '../upstream/session-pool.js';
 import { loadTls } from './tls.js';
 
 export interface WireServer {
@@ -30,22 +29,14 @@ export interface WireServerDeps {
 export async function startWireServer(deps: WireServerDeps): Promise<WireServer> {
   const log = deps.log.child({ mod: 'wire' });
   const { config, cluster } = deps;
-  const pool = new SessionPool({
-    target: (role) => {
-      const ssl = cluster.roleConnection(role).ssl;
-      return {
-        host: cluster.host,
-        port: cluster.port,
-        database: cluster.database,
-        user: role,
-        password: rolePassword(cluster.secret, role),
-        tls: ssl ? { rejectUnauthorized: typeof ssl === 'object' ? ssl.rejectUnauthorized !== false : true } : undefined,
-      };
-    },
+  const pool = sessionPoolFor(cluster, {
     maxPerRole: config.pgSessionsPerUser,
     idleMs: config.upstreamIdleMs,
+    reset: 'eager',
+    waitMs: config.pgStartupTimeoutMs,
     log,
   });
+
   const connDeps = {
     config,
     control: deps.control,

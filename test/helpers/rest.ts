@@ -13,6 +13,7 @@ import type { Config } from '../../src/shared/config.js';
 import { createLogger, type Logger } from '../../src/shared/logger.js';
 import { openCluster, type Cluster } from '../../src/upstream/cluster.js';
 import { RolePools } from '../../src/upstream/role-pools.js';
+import { sessionPoolFor } from '../../src/upstream/session-pool.js';
 import { testConfig } from './cluster.js';
 
 export interface RestServer {
@@ -59,8 +60,10 @@ export async function startRest(opts: { config?: Record<string, unknown>; captur
   const cluster = await openCluster(config, log);
   const control = await ControlPlane.open(cluster, log, { listen: true });
   const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
-  const pools = new RolePools({ cluster: { ...cluster, ...opts.cluster }, config, log });
-  const app = await buildApp({ config, control, log, policy, pools });
+  const upstream = { ...cluster, ...opts.cluster };
+  const pools = new RolePools({ cluster: upstream, config, log });
+  const sessions = sessionPoolFor(upstream, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
+  const app = await buildApp({ config, control, log, policy, pools, sessions });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -99,6 +102,7 @@ export async function startRest(opts: { config?: Record<string, unknown>; captur
     stop: async () => {
       await app.close();
       await pools.close();
+      sessions.close();
       await policy.close();
       await control.close();
       await cluster.close();

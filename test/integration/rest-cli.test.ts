@@ -80,7 +80,7 @@ describe('repobase query', () => {
     const unlimited = await startRest();
     try {
       const u = await unlimited.user('carol');
-      const r = await runCli(['query', 'SELECT 1 / (3000 - g) FROM generate_series(1, 5000) g'], { REPOBASE_URL: unlimited.url, REPOBASE_API_KEY: u.key });
+      const r = await runCli(['query', 'SELECT 1 / (200000 - g) FROM generate_series(1, 300000) g'], { REPOBASE_URL: unlimited.url, REPOBASE_API_KEY: u.key });
       expect(r.code).toBe(1);
       expect(r.stderr).toBe('ERROR 22012: division by zero\n');
       expect(r.stdout.startsWith('?column?\n0\n0\n')).toBe(true); // rows came before the error

@@ -5,7 +5,7 @@
 import { connect as tcpConnect, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildQuery, buildStartupMessage, decodeErrorResponse } from '../../src/wire/codec/index.js';
+import { buildQuery, buildStartupMessage, decodeErrorResponse } from '../../src/protocol/index.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let svc: TestService;

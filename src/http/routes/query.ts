@@ -12,7 +12,8 @@ import { sqlForLog } from '../../shared/logger.js';
 import { schemaHasObjects } from '../../upstream/query-catalog.js';
 import { RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { TypeCatalog } from '../../upstream/query-types.js';
-import { REST_SEARCH_PATH, type RolePools } from '../../upstream/role-pools.js';
+import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
+import type { SessionPool } from '../../upstream/session-pool.js';
 import { principalOf } from '../auth.js';
 import { publicError } from '../errors.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
@@ -22,7 +23,10 @@ import { QueryRequest, QueryResult } from '../schemas.js';
 export interface QueryDeps {
   control: ControlPlane;
   policy: Policy;
-  pools: RolePools;
+  /** Raw upstream sessions per role, reset lazily (in the round trip of the next statement). */
+  sessions: SessionPool;
+  /** Start-up settings of REST sessions: search_path, statement timeout, application name. */
+  sessionSettings: Readonly<Record<string, string>>;
   types: TypeCatalog;
   /** Row cap of one answer (config maxResultRows). */
   maxRows: number;
@@ -92,15 +96,16 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string): Promi
 
 /** Starts the statement and returns its answer as a stream; errors before the first row are thrown. */
 async function stream(deps: QueryDeps, principal: Principal, sql: string, queryString: string, format: ResultFormat, reply: FastifyReply): Promise<Readable> {
-  const client = await deps.pools.connect(principal.user);
-  let statement: RunningStatement;
+  const session = await deps.sessions.acquire(principal.user, deps.sessionSettings);
+  let started: Awaited<ReturnType<typeof RunningStatement.start>>;
   try {
-    statement = await RunningStatement.start(client, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1));
+    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1));
   } catch (err: unknown) {
-    deps.pools.release(client, err);
+    deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
     throw err;
   }
-  const writer = createWriter(format, queryString, statement.columns);
+  const { statement } = started;
+  const writer = createWriter(format, queryString, started.columns);
   let truncated = false;
   let sent = 0;
   const take = (rows: readonly Row[]): readonly Row[] => {
@@ -114,16 +119,15 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
   };
   if (format === 'csv') reply.trailer('x-repobase-truncated', async () => String(truncated));
   let finished = false;
-  const finish = async (failure?: unknown) => {
+  const finish = async () => {
     if (finished) return;
     finished = true;
     if (!statement.done) await statement.close();
-    deps.pools.release(client, failure);
+    deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
   };
   async function* pieces(): AsyncGenerator<string> {
-    let failure: unknown;
     try {
-      yield writer.head() + writer.rows(take(statement.firstRows));
+      yield writer.head() + writer.rows(take(started.firstRows));
       while (!truncated && !statement.done) {
         const rows = await statement.next(Math.min(BATCH_ROWS, deps.maxRows - sent + 1));
         yield writer.rows(take(rows));
@@ -132,13 +136,12 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
       const outcome = truncated ? { command: null, rowCount: sent } : statement.outcome;
       yield writer.end({ ...outcome, truncated });
     } catch (err: unknown) {
-      failure = err;
       const closing = writer.failed(publicError(err, reply.request).error);
       if (closing === undefined) throw err;
       yield closing;
     } finally {
       // Also reached when the client goes away mid-answer: the portal is closed, the connection reused.
-      await finish(failure);
+      await finish();
     }
   }
   async function* nonEmpty(): AsyncGenerator<string> {

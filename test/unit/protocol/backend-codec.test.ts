@@ -26,7 +26,7 @@ import {
   FrameReader,
   SSL_NO,
   SSL_YES,
-} from '../../../src/wire/codec/index.js';
+} from '../../../src/protocol/index.js';
 import { pgErrorOf, rawTyped } from './helpers.js';
 
 /** Frames `bytes` as a server stream; returns the one frame and its code. */

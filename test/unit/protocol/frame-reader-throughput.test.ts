@@ -7,7 +7,7 @@ import {
   decodeQuery,
   FrameReader,
   FrontendCode,
-} from '../../../src/wire/codec/index.js';
+} from '../../../src/protocol/index.js';
 
 // Throughput floor for the proxy's hot path. `pgbench -S` through a proxy that must beat
 // PgBouncer needs tens of thousands of messages/s on two cores; the floors below are one to two

@@ -16,7 +16,7 @@ import {
   buildTerminate,
   FrameReader,
   FrontendCode,
-} from '../../../src/wire/codec/index.js';
+} from '../../../src/protocol/index.js';
 import { pgErrorOf, rawStartup, rawTyped, readAll, type Frame } from './helpers.js';
 
 const client = { source: 'frontend', startup: true } as const;

@@ -28,7 +28,7 @@ import {
   FrameReader,
   type FrontendMessage,
   type PasswordPhase,
-} from '../../../src/wire/codec/index.js';
+} from '../../../src/protocol/index.js';
 import { pgErrorOf, rawStartup, rawTyped } from './helpers.js';
 
 /** Frames `bytes` with a real reader and decodes the one message in it. */

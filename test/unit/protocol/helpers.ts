@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { isPgError, type PgError } from '../../../src/shared/errors.js';
-import { FrameReader, type FrameReaderOptions } from '../../../src/wire/codec/index.js';
+import { FrameReader, type FrameReaderOptions } from '../../../src/protocol/index.js';
 
 export interface Frame {
   code: number;

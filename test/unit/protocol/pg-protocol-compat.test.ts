@@ -16,7 +16,7 @@ import {
   FrameReader,
   type FrontendMessage,
   type PasswordPhase,
-} from '../../../src/wire/codec/index.js';
+} from '../../../src/protocol/index.js';
 import { PgError } from '../../../src/shared/errors.js';
 
 // A second opinion on the byte layouts: node-postgres, which real clients use, must read what
