@@ -49,8 +49,16 @@ export class SessionPool {
     this.sweeper.unref();
   }
 
+  /** Parameter sets are few and long-lived (one per client settings): their canonical text is cached. */
+  private readonly paramKeys = new WeakMap<object, string>();
+
   private key(role: string, params: Readonly<Record<string, string>>): string {
-    return role + '\0' + JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
+    let text = this.paramKeys.get(params);
+    if (text === undefined) {
+      text = JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
+      this.paramKeys.set(params, text);
+    }
+    return role + '\0' + text;
   }
 
   /**

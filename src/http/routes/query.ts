@@ -95,7 +95,7 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string): Promi
 }
 
 /** Starts the statement and returns its answer as a stream; errors before the first row are thrown. */
-async function stream(deps: QueryDeps, principal: Principal, sql: string, queryString: string, format: ResultFormat, reply: FastifyReply): Promise<Readable> {
+async function stream(deps: QueryDeps, principal: Principal, sql: string, queryString: string, format: ResultFormat, reply: FastifyReply): Promise<Readable | string> {
   const session = await deps.sessions.acquire(principal.user, deps.sessionSettings);
   let started: Awaited<ReturnType<typeof RunningStatement.start>>;
   try {
@@ -106,6 +106,13 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
   }
   const { statement } = started;
   const writer = createWriter(format, queryString, started.columns);
+  if (statement.done && started.firstRows.length <= deps.maxRows && format !== 'csv') {
+    // The whole answer came in the first batch (the common small query): one string, one write,
+    // the session back in the pool before the answer leaves. (CSV streams always: its truncation
+    // flag is a trailer, which only a chunked answer has.)
+    deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
+    return writer.head() + writer.rows(started.firstRows) + writer.end({ ...statement.outcome, truncated: false });
+  }
   let truncated = false;
   let sent = 0;
   const take = (rows: readonly Row[]): readonly Row[] => {
