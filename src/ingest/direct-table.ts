@@ -12,7 +12,7 @@ import { escapeIdentifier, escapeLiteral } from 'pg';
 import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
-import { firstOf } from './events.js';
+import { endCopy, firstOf } from './events.js';
 import type { Target } from './finish.js';
 import { RESERVED_PREFIX } from './names.js';
 import type { ColumnType, InferredColumn } from './types.js';
@@ -95,12 +95,7 @@ export class DirectTable {
   async close(): Promise<number> {
     const copy = this.copy!;
     this.copy = undefined;
-    if (this.failure === undefined) {
-      const done = firstOf(copy, ['finish', 'error']);
-      copy.end();
-      await done;
-    }
-    if (this.failure !== undefined) throw this.failure;
+    await endCopy(copy, () => this.failure);
     return copy.rowCount;
   }
 

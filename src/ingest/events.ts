@@ -18,3 +18,17 @@ export function firstOf(emitter: EventEmitter, events: readonly string[]): Promi
     });
   });
 }
+
+/**
+ * Ends a COPY FROM STDIN stream and waits until Postgres took all of it; then throws what
+ * `failure()` reports, if the COPY failed (its own 'error' listener records it).
+ */
+export async function endCopy(copy: EventEmitter & { end(): unknown }, failure: () => unknown): Promise<void> {
+  if (failure() === undefined) {
+    const done = firstOf(copy, ['finish', 'error']);
+    copy.end();
+    await done;
+  }
+  const failed = failure();
+  if (failed !== undefined) throw failed;
+}

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
-import { firstOf } from './events.js';
+import { endCopy, firstOf } from './events.js';
 import { RESERVED_PREFIX } from './names.js';
 
 /** Schema-qualified name of the staging table (pg_temp: the session's own temporary schema). */
@@ -105,12 +105,7 @@ export class Staging implements RowSink {
     const copy = this.copy;
     if (!copy) return;
     this.copy = undefined;
-    if (this.failure === undefined) {
-      const done = firstOf(copy, ['finish', 'error']);
-      copy.end();
-      await done;
-    }
-    if (this.failure !== undefined) throw this.failure;
+    await endCopy(copy, () => this.failure);
   }
 
   async widen(width: number): Promise<void> {
