@@ -57,6 +57,13 @@ function wireTable(wire: WireResult[]): string[] {
 
 async function main(): Promise<void> {
   const env = await startBenchEnv(log);
+  // An interrupted run still stops what it started (Postgres, repobase, PgBouncer).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping`);
+      void env.stop().finally(() => process.exit(130));
+    });
+  }
   const results: {
     wire?: WireResult[];
     rest?: RestResult;
