@@ -1,13 +1,12 @@
 /**
- * Upload: a generated CSV of mixed types through `POST /api/v1beta/import/` (type inference, COPY
- * into a staging table, final typed table) against `psql \copy` of the same file into a table
- * made beforehand with the same types. Peak RSS of repobase is sampled during the upload.
+ * Upload: a generated CSV of mixed types (bench/ingest.ts's) through `POST /api/v1beta/import/`
+ * (type inference over every value, COPY into the typed table) against `psql \copy` of the same
+ * file into a table made beforehand with the types the upload inferred. Peak RSS of repobase is sampled during the upload.
  */
-import { createWriteStream } from 'node:fs';
 import { openAsBlob } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { once } from 'node:events';
+import { escapeIdentifier } from 'pg';
+import { generateCsv } from '../ingest.js';
 import { conninfo, REPO, type BenchEnv } from '../env.js';
 import { rssOf, run } from '../lib/proc.js';
 import { summarize } from '../lib/stats.js';
@@ -20,40 +19,32 @@ export interface UploadResult {
   peakRssGrowthMb: number;
 }
 
-const COLUMNS = 'id bigint, name text, amount double precision, active boolean, day date, seen timestamptz, note text';
-
-async function generate(file: string, megabytes: number): Promise<number> {
-  const out = createWriteStream(file);
-  out.write('id,name,amount,active,day,seen,note\n');
-  let bytes = 0;
-  for (let i = 1; bytes < megabytes * 1e6; i++) {
-    const line = `${i},customer ${i % 9973},${(i * 0.37).toFixed(2)},${i % 3 === 0 ? 'true' : 'false'},2024-${String((i % 12) + 1).padStart(2, '0')}-${String((i % 28) + 1).padStart(2, '0')},2024-05-06T07:08:${String(i % 60).padStart(2, '0')}Z,"note, with comma ${i}"\n`;
-    bytes += line.length;
-    if (!out.write(line)) await once(out, 'drain');
-  }
-  out.end();
-  await once(out, 'finish');
-  return (await stat(file)).size;
+interface Job {
+  id?: string;
+  status?: string;
+  columns?: { name: string; type: string }[];
 }
 
-async function upload(env: BenchEnv, file: string, table: string): Promise<void> {
+/** Uploads `file`; resolves with the finished job (waiting on it when the answer was 202). */
+async function upload(env: BenchEnv, file: string, table: string): Promise<Job> {
   const form = new FormData();
   form.set('repo', REPO);
   form.set('table_name', table);
   form.set('file', await openAsBlob(file), 'upload.csv');
   const res = await fetch(`${env.repobase.httpUrl}/api/v1beta/import/`, { method: 'POST', headers: { authorization: `Bearer ${env.repobase.key}` }, body: form });
-  let body = (await res.json()) as { id?: string; status?: string; error?: { message: string } };
+  let body = (await res.json()) as Job;
   if (!res.ok) throw new Error(`import answered ${res.status}: ${JSON.stringify(body)}`);
   while (body.status && body.status !== 'DONE') {
     if (body.status === 'FAILED') throw new Error(`import failed: ${JSON.stringify(body)}`);
     await new Promise((r) => setTimeout(r, 200));
-    body = (await (await fetch(`${env.repobase.httpUrl}/api/v1beta/import/${body.id}`, { headers: { authorization: `Bearer ${env.repobase.key}` } })).json()) as typeof body;
+    body = (await (await fetch(`${env.repobase.httpUrl}/api/v1beta/import/${body.id}`, { headers: { authorization: `Bearer ${env.repobase.key}` } })).json()) as Job;
   }
+  return body;
 }
 
 export async function runUpload(env: BenchEnv, opts: { megabytes: number; rounds: number }, log: (s: string) => void): Promise<UploadResult> {
   const file = join(env.dir, 'upload.csv');
-  const size = await generate(file, opts.megabytes);
+  const size = await generateCsv(file, opts.megabytes);
   const mb = size / 1e6;
   const ours: number[] = [];
   const theirs: number[] = [];
@@ -63,14 +54,17 @@ export async function runUpload(env: BenchEnv, opts: { megabytes: number; rounds
     const base = rssOf(env.repobase.pid);
     const sampler = setInterval(() => (peak = Math.max(peak, rssOf(env.repobase.pid) - base)), 50);
     let t = performance.now();
+    let job: Job;
     try {
-      await upload(env, file, table);
+      job = await upload(env, file, table);
     } finally {
       clearInterval(sampler);
     }
     ours.push(mb / ((performance.now() - t) / 1000));
     const copy = `copy_${round}`;
-    await run('psql', [conninfo(env.direct), '-c', `CREATE TABLE "${REPO}".${copy} (${COLUMNS})`]);
+    // The same column types the upload inferred, so both load the same table.
+    const columns = (job.columns ?? []).map((c) => `${escapeIdentifier(c.name)} ${c.type}`).join(', ');
+    await run('psql', [conninfo(env.direct), '-c', `CREATE TABLE "${REPO}".${copy} (${columns})`]);
     t = performance.now();
     const r = await run('psql', [conninfo(env.direct), '-c', `\\copy "${REPO}".${copy} FROM '${file}' WITH (FORMAT csv, HEADER true)`]);
     if (r.code !== 0) throw new Error(`psql \\copy failed: ${r.stderr}`);

@@ -146,20 +146,18 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     // the client first sends something: idle clients cost no upstream backend.
     const greeting = await deps.pool.greeting(principal.user, upstreamParams.params);
     clearTimeout(timer);
-    const relayRef: { relay?: Relay } = {};
-    const key = deps.cancels.register(() => {
-      const s = relayRef.relay?.currentUpstream;
-      return s && { host: s.host, port: s.port, processId: s.processId, secretKey: s.secretKey };
-    });
-    for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
-    socket.write(buildBackendKeyData(key.processId, key.secretKey));
-    socket.write(buildReadyForQuery('I'));
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
     const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log }, (used, clean) => {
       deps.cancels.unregister(key.processId);
       if (used) deps.pool.release(principal.user, upstreamParams.params, used, clean);
     });
-    relayRef.relay = relay;
+    const key = deps.cancels.register(() => {
+      const s = relay.currentUpstream;
+      return s && { host: s.host, port: s.port, processId: s.processId, secretKey: s.secretKey };
+    });
+    for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
+    socket.write(buildBackendKeyData(key.processId, key.secretKey));
+    socket.write(buildReadyForQuery('I'));
     relay.start(queue.detach());
     if (deps.config.pgIdleTimeoutMs > 0) idleTimeout(socket, relay, deps.config.pgIdleTimeoutMs);
   } catch (err: unknown) {

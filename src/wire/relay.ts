@@ -24,6 +24,7 @@ import {
   decodeParse,
   decodeQuery,
   type FrameReader,
+  type ParseMessage,
   type TransactionStatus,
 } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
@@ -32,6 +33,8 @@ import type { UpstreamSession } from '../upstream/session.js';
 
 /** Stands in for the upstream before the session is attached; nothing is ever added to it. */
 const NO_UPSTREAM = new Run(undefined);
+
+const NO_CHANGES: readonly SessionChange[] = [];
 
 interface Pending {
   /** Frames the proxy adds right before the ReadyForQuery that completes this entry. */
@@ -50,11 +53,11 @@ export interface RelayDeps {
 
 export class Relay {
   private readonly queue: Entry[] = [];
-  private status: TransactionStatus;
+  private status: TransactionStatus = 'I';
   private readonly toClient: Run;
   // Extended protocol: state of the batch since the last Sync.
   private batchForwarded = false;
-  private batchChanges: SessionChange[] = [];
+  private batchChanges: SessionChange[] | undefined; // allocated only when a statement changes the session
   private discarding = false;
   private deniedError: Buffer | undefined;
   // A decision in flight (large statement parsed off-thread, or a handled statement).
@@ -79,7 +82,6 @@ export class Relay {
     private readonly deps: RelayDeps,
     private readonly onEnd: (upstream: UpstreamSession | undefined, clean: boolean) => void,
   ) {
-    this.status = 'I';
     this.toClient = new Run(client);
   }
 
@@ -158,12 +160,10 @@ export class Relay {
     }
   };
 
-  /** Decides `sql` now when possible (the hot path), else blocks the stream until it is decided. */
-  private decide(sql: string, then: (d: Decision) => void): void {
+  /** The decision on `sql`: at once on the hot path (rights and analysis cached), else a Promise the stream blocks on. */
+  private decide(sql: string): Decision | Promise<Decision> {
     const rights = this.deps.control.peekRights(this.principal.user);
-    const decision = rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
-    if (!(decision instanceof Promise)) return then(decision);
-    this.block(decision.then(then));
+    return rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
   }
 
   private block(work: Promise<void>): void {
@@ -191,20 +191,24 @@ export class Relay {
     } catch (err: unknown) {
       return this.answer(this.statementError(err)); // invalid UTF-8 (22021): a statement error, as in Postgres
     }
-    this.decide(sql, (d) => {
-      switch (d.kind) {
-        case 'allow':
-          this.toUpstream.add(frame);
-          return this.expectUpstream({ changes: d.changes, failed: false });
-        case 'rewrite':
-          this.toUpstream.write(buildQuery(d.sql));
-          return this.expectUpstream({ changes: d.changes, failed: false });
-        case 'deny':
-          return this.answer(d.error);
-        case 'handled':
-          return this.block(this.handle(d));
-      }
-    });
+    const d = this.decide(sql);
+    if (d instanceof Promise) return this.block(d.then((decided) => this.applyQuery(frame, decided)));
+    this.applyQuery(frame, d);
+  }
+
+  private applyQuery(frame: Buffer, d: Decision): void {
+    switch (d.kind) {
+      case 'allow':
+        this.toUpstream.add(frame);
+        return this.expectUpstream({ changes: d.changes, failed: false });
+      case 'rewrite':
+        this.toUpstream.write(buildQuery(d.sql));
+        return this.expectUpstream({ changes: d.changes, failed: false });
+      case 'deny':
+        return this.answer(d.error);
+      case 'handled':
+        return this.block(this.handle(d));
+    }
   }
 
   private async handle(d: Extract<Decision, { kind: 'handled' }>): Promise<void> {
@@ -225,30 +229,36 @@ export class Relay {
 
   private onParse(frame: Buffer): void {
     if (this.discarding) return;
-    let parse: ReturnType<typeof decodeParse>;
+    let parse: ParseMessage;
     try {
       parse = decodeParse(frame);
     } catch (err: unknown) {
       return this.denyBatch(this.statementError(err));
     }
-    this.decide(parse.sql, (d) => {
-      switch (d.kind) {
-        case 'allow':
-          this.batchForwarded = true;
-          this.batchChanges.push(...d.changes);
-          return this.toUpstream.add(frame);
-        case 'rewrite':
-          this.batchForwarded = true;
-          this.batchChanges.push(...d.changes);
-          return this.toUpstream.write(buildParse(parse.name, d.sql, parse.paramTypes));
-        case 'deny':
-          return this.denyBatch(d.error);
-        case 'handled':
-          return this.denyBatch(new PgError(SqlState.FeatureNotSupported, `${d.commandTag} of a repo needs the simple query protocol`, {
-            hint: 'send it without parameters (psql, or a driver\'s simple query), or use POST /api/v1beta/repos/',
-          }));
-      }
-    });
+    const d = this.decide(parse.sql);
+    if (d instanceof Promise) return this.block(d.then((decided) => this.applyParse(frame, parse, decided)));
+    this.applyParse(frame, parse, d);
+  }
+
+  private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
+    switch (d.kind) {
+      case 'allow':
+        this.batchForwarded = true;
+        if (d.changes.length) (this.batchChanges ??= []).push(...d.changes);
+        return this.toUpstream.add(frame);
+      case 'rewrite':
+        this.batchForwarded = true;
+        if (d.changes.length) (this.batchChanges ??= []).push(...d.changes);
+        return this.toUpstream.write(buildParse(parse.name, d.sql, parse.paramTypes));
+      case 'deny':
+        return this.denyBatch(d.error);
+      case 'handled':
+        return this.denyBatch(
+          new PgError(SqlState.FeatureNotSupported, `${d.commandTag} of a repo needs the simple query protocol`, {
+            hint: "send it without parameters (psql, or a driver's simple query), or use POST /api/v1beta/repos/",
+          }),
+        );
+    }
   }
 
   /** A denied Parse: Postgres' own behaviour — an error, then everything up to Sync is ignored. */
@@ -265,7 +275,7 @@ export class Relay {
   private onSync(frame: Buffer): void {
     if (!this.discarding) {
       this.toUpstream.add(frame);
-      this.expectUpstream({ changes: this.batchChanges, failed: false });
+      this.expectUpstream({ changes: this.batchChanges ?? NO_CHANGES, failed: false });
     } else if (this.batchForwarded) {
       // Earlier messages of this batch went upstream: their answers come first, then the denial.
       this.toUpstream.add(frame);
@@ -276,7 +286,7 @@ export class Relay {
     this.discarding = false;
     this.deniedError = undefined;
     this.batchForwarded = false;
-    this.batchChanges = [];
+    this.batchChanges = undefined;
   }
 
   private expectUpstream(p: Pending): void {

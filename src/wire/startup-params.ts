@@ -4,6 +4,7 @@
  * DISCARD ALL), `options` is unpacked into settings, and what would change identity or the
  * byte encoding the policy reads is refused.
  */
+import { quoteIdent, splitIdentifiers } from '../policy/names.js';
 import { readingSettingRefusal } from '../policy/settings.js';
 import { PgError, SqlState } from '../shared/errors.js';
 
@@ -49,41 +50,6 @@ function optionSettings(options: string): [string, string][] {
   return settings;
 }
 
-/** Parses a search_path value (`"alice/sales", public`) into schema names. */
-export function parseSearchPath(value: string): string[] {
-  const names: string[] = [];
-  let i = 0;
-  while (i < value.length) {
-    while (value[i] === ' ' || value[i] === ',') i++;
-    if (i >= value.length) break;
-    if (value[i] === '"') {
-      let name = '';
-      i++;
-      while (i < value.length) {
-        if (value[i] === '"' && value[i + 1] === '"') {
-          name += '"';
-          i += 2;
-        } else if (value[i] === '"') {
-          i++;
-          break;
-        } else {
-          name += value[i++];
-        }
-      }
-      names.push(name);
-    } else {
-      let name = '';
-      while (i < value.length && value[i] !== ',') name += value[i++];
-      names.push(name.trim().toLowerCase());
-    }
-  }
-  return names;
-}
-
-export function quoteIdent(name: string): string {
-  return '"' + name.replace(/"/g, '""') + '"';
-}
-
 export interface UpstreamStartup {
   /** Settings for the upstream StartupMessage (without user and database). */
   params: Record<string, string>;
@@ -117,6 +83,9 @@ export function upstreamStartup(client: Readonly<Record<string, string>>, repoPa
   }
   if (client.options) for (const [name, value] of optionSettings(client.options)) add(name, value);
   if (repoPath && params.search_path === undefined) params.search_path = repoPath.map(quoteIdent).join(', ');
-  const searchPath = params.search_path !== undefined ? parseSearchPath(params.search_path) : ['$user', 'public'];
+  const searchPath = params.search_path !== undefined ? splitIdentifiers(params.search_path, ',') : ['$user', 'public'];
+  if (searchPath === undefined) {
+    throw new PgError(SqlState.InvalidParameterValue, 'invalid value for parameter "search_path": invalid list syntax', { severity: 'FATAL' });
+  }
   return { params, searchPath };
 }

@@ -131,12 +131,13 @@ describe('bob cannot reach alice\'s private repo through the wire', () => {
     await svc.control.setCollaborator({ owner: alice.name, repo: 'team' }, carol.name, 'write');
   });
 
-  it('cannot even list the private repo\'s tables', async () => {
+  it('sees catalog names of the private repo (a shared cluster\'s catalogs), never its data', async () => {
     const b = await connect(bob);
-    const res = await b.query("SELECT relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", [`${alice.name}/secret`]);
-    // Catalog rows are visible in Postgres (names only, like any shared cluster), but no data is.
+    const res = await b.query("SELECT relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", [`${alice.name}/secret`]);
+    // Known limitation, documented: names are readable in pg_catalog, like on any shared Postgres.
+    expect(res.rows).toEqual([{ relname: 't' }]);
     expect(await code(b, `SELECT * FROM ${secret}.t`)).toBe('42501');
-    expect(res.rows.every((r: { relname: string }) => typeof r.relname === 'string')).toBe(true);
+    expect(await code(b, `SELECT ${secret}.f()`)).toBe('42501');
   });
 });
 

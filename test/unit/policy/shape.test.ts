@@ -38,8 +38,8 @@ describe('decisions shared by statements of one shape', () => {
     // A denial carries positions of its own text, whatever was cached for the shape.
     const d1 = policy.decide('SELECT 1 FROM "bob/secret".t', alice, inSales);
     const d2 = policy.decide('SELECT 123456 FROM "bob/secret".t', alice, inSales);
-    expect(d1).toMatchObject({ kind: 'deny' });
-    expect(d2).toMatchObject({ kind: 'deny' });
+    expect(d1).toMatchObject({ kind: 'deny', error: { position: 15 } });
+    expect(d2).toMatchObject({ kind: 'deny', error: { position: 20 } });
     // The same rights check runs on a shape hit: another principal is still denied.
     const bob = { user: 'bob', repos: new Map() };
     expect(policy.decide('SELECT * FROM "alice/sales".t WHERE id = 77', bob, inSales)).toMatchObject({ kind: 'deny', error: { code: '42501' } });
