@@ -10,6 +10,7 @@ import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
 import { createPolicy } from './policy/index.js';
+import type { CancelPeers } from './wire/cancel.js';
 import { startWireServer } from './wire/server.js';
 
 export interface Service {
@@ -30,7 +31,12 @@ function listenError(err: unknown, what: string, host: string, port: number, env
   return err;
 }
 
-export async function startService(config: Config, log: Logger): Promise<Service> {
+export interface ServiceOptions {
+  /** Set when this process is one of several workers sharing the ports. */
+  cancelPeers?: CancelPeers;
+}
+
+export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
   const cluster = await openCluster(config, log);
   const cleanup: (() => Promise<void>)[] = [() => cluster.close()];
   const stop = async () => {
@@ -41,7 +47,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     cleanup.push(() => control.close());
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     cleanup.push(() => policy.close());
-    const wire = await startWireServer({ config, cluster, control, policy, log }).catch((err: unknown) => {
+    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers: options.cancelPeers }).catch((err: unknown) => {
       throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
     });
     cleanup.push(() => wire.close());

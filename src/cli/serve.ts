@@ -1,18 +1,32 @@
+import cluster from 'node:cluster';
 import { Command } from 'commander';
 import { startService } from '../main.js';
-import { createLogger } from '../shared/logger.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { workerCount } from '../workers/messages.js';
+import { startPrimary, type RunningService } from '../workers/primary.js';
+import { runWorker } from '../workers/worker.js';
 import type { CliContext, ConfigOf } from './context.js';
 
-/** `repobase serve`: runs until SIGINT/SIGTERM, then stops the servers and Postgres, in that order. */
+/**
+ * `repobase serve`: runs until SIGINT/SIGTERM, then stops the servers and Postgres, in that
+ * order. With several workers this process is their primary, and each worker runs this command
+ * again as a worker.
+ */
 export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
   return new Command('serve').description('start the service (REST API, embedded Postgres unless REPOBASE_UPSTREAM_URL is set)').action(async (_opts: unknown, cmd: Command) => {
     const config = configOf(cmd);
+    if (cluster.isWorker) {
+      const code = await runWorker(config, createLogger(config.logLevel).child({ worker: cluster.worker!.id }));
+      if (code !== 0) process.exitCode = code;
+      return;
+    }
     const log = createLogger(config.logLevel);
-    const service = await startService(config, log);
+    const count = workerCount(config);
+    const service: RunningService = count > 1 ? await startPrimary(config, log, count) : await startService(config, log);
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     ctx.out(
       [
-        'repobase is running',
+        `repobase is running${count > 1 ? ` (${count} workers)` : ''}`,
         `  REST API:  ${service.httpUrl}/api/v1beta/`,
         `  Postgres:  postgresql://<user>:<API_KEY>@${host}:${service.pgPort}/${config.serviceDatabase}?sslmode=require`,
         `  health:    ${service.httpUrl}/healthz`,
@@ -20,22 +34,26 @@ export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
         '',
       ].join('\n'),
     );
-    await new Promise<void>((resolve) => {
-      let stopping = false;
-      const onSignal = (signal: NodeJS.Signals) => {
-        if (stopping) {
-          log.warn({ signal }, 'second signal: exiting now');
-          process.exit(1);
-        }
-        stopping = true;
-        log.info({ signal }, 'shutting down');
-        service.stop().then(resolve, (err: unknown) => {
-          log.error({ err }, 'shutdown failed');
-          resolve();
-        });
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-    });
+    await untilSignal(service, log);
+  });
+}
+
+function untilSignal(service: RunningService, log: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        log.warn({ signal }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      service.stop().then(resolve, (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        resolve();
+      });
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
   });
 }

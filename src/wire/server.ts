@@ -8,7 +8,7 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { Cluster } from '../upstream/cluster.js';
 import { FailureThrottle } from './auth.js';
-import { CancelRegistry } from './cancel.js';
+import { CancelRegistry, type CancelPeers } from './cancel.js';
 import { serveConnection } from './connection.js';
 import { sessionPoolFor } from '../upstream/session-pool.js';
 import { loadTls } from './tls.js';
@@ -24,6 +24,8 @@ export interface WireServerDeps {
   control: ControlPlane;
   policy: Policy;
   log: Logger;
+  /** The service's other processes, for cancels that reach the wrong one. */
+  cancelPeers?: CancelPeers;
 }
 
 export async function startWireServer(deps: WireServerDeps): Promise<WireServer> {
@@ -42,7 +44,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     control: deps.control,
     policy: deps.policy,
     pool,
-    cancels: new CancelRegistry(),
+    cancels: new CancelRegistry(deps.cancelPeers),
     tls: await loadTls(config),
     throttle: new FailureThrottle(),
     secret: cluster.secret,

@@ -1,0 +1,45 @@
+/**
+ * What the primary and its workers say to each other over the IPC channel, and how a worker's
+ * share of the service-wide limits is computed.
+ */
+import { availableParallelism } from 'node:os';
+import type { Config } from '../shared/config.js';
+
+/** A PgError's fields, as they cross the channel. */
+export interface PlainError {
+  code: string;
+  message: string;
+  hint?: string;
+  detail?: string;
+}
+
+export type WorkerMessage =
+  | { kind: 'ready'; httpUrl: string; pgPort: number }
+  | { kind: 'failed'; error: PlainError }
+  | { kind: 'cancel'; processId: number; secretKey: number };
+
+export type PrimaryMessage = { kind: 'cancel'; processId: number; secretKey: number } | { kind: 'stop' };
+
+export function isMessage<T extends { kind: string }>(m: unknown): m is T {
+  return typeof m === 'object' && m !== null && typeof (m as { kind?: unknown }).kind === 'string';
+}
+
+/** The number of worker processes `config` asks for (`workers: 0` = one per CPU core). */
+export function workerCount(config: Config): number {
+  return config.workers > 0 ? config.workers : availableParallelism();
+}
+
+/**
+ * One worker's share of the limits that are meant for the whole service: connections, and
+ * upstream sessions per user. Accepted connections are handed to workers in turn, so even shares
+ * keep the service-wide totals.
+ */
+export function workerShare(config: Config, workers: number): Config {
+  const share = (limit: number) => Math.max(1, Math.ceil(limit / workers));
+  return {
+    ...config,
+    pgMaxConnections: share(config.pgMaxConnections),
+    pgSessionsPerUser: share(config.pgSessionsPerUser),
+    upstreamPoolMax: share(config.upstreamPoolMax),
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * One worker of a service run as several processes: the whole service on the ports the primary
+ * shares, with its share of the limits. It reports ready (or why it could not start) to the
+ * primary, passes cancels it cannot place, and stops when the primary says so or is gone.
+ */
+import { startService } from '../main.js';
+import type { Config } from '../shared/config.js';
+import { PgError, SqlState } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import type { CancelPeers } from '../wire/cancel.js';
+import { isMessage, workerCount, workerShare, type PrimaryMessage, type WorkerMessage } from './messages.js';
+
+function send(message: WorkerMessage): Promise<void> {
+  return new Promise((resolve) => (process.connected ? process.send!(message, undefined, {}, () => resolve()) : resolve()));
+}
+
+const peers: CancelPeers = {
+  forward: (processId, secretKey) => void send({ kind: 'cancel', processId, secretKey }),
+  listen: (handler) =>
+    process.on('message', (m: unknown) => {
+      if (isMessage<PrimaryMessage>(m) && m.kind === 'cancel') handler(m.processId, m.secretKey);
+    }),
+};
+
+/** Runs until the primary says stop (or disappears); resolves to the exit code. */
+export async function runWorker(config: Config, log: Logger): Promise<number> {
+  // The primary coordinates a terminal's Ctrl-C (sent to every process of the group); SIGTERM
+  // aimed at this worker alone stops it, and the primary starts another.
+  process.on('SIGINT', () => undefined);
+  let service;
+  try {
+    service = await startService(workerShare(config, workerCount(config)), log, { cancelPeers: peers });
+  } catch (err: unknown) {
+    const e = err instanceof PgError ? err : new PgError(SqlState.InternalError, err instanceof Error ? err.message : String(err));
+    await send({ kind: 'failed', error: e.toJSON() });
+    process.disconnect?.(); // the channel would keep this process alive
+    return 1;
+  }
+  void send({ kind: 'ready', httpUrl: service.httpUrl, pgPort: service.pgPort });
+  await new Promise<void>((resolve) => {
+    process.on('message', (m: unknown) => {
+      if (isMessage<PrimaryMessage>(m) && m.kind === 'stop') resolve();
+    });
+    process.on('disconnect', () => resolve());
+    process.on('SIGTERM', () => resolve());
+  });
+  await service.stop();
+  process.disconnect?.();
+  return 0;
+}
