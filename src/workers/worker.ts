@@ -25,8 +25,16 @@ const peers: CancelPeers = {
 /** Runs until the primary says stop (or disappears); resolves to the exit code. */
 export async function runWorker(config: Config, log: Logger): Promise<number> {
   // The primary coordinates a terminal's Ctrl-C (sent to every process of the group); SIGTERM
-  // aimed at this worker alone stops it, and the primary starts another.
+  // aimed at this worker alone stops it, and the primary starts another. A stop may come while
+  // the service is still starting: it is kept for then.
   process.on('SIGINT', () => undefined);
+  const stopped = new Promise<void>((resolve) => {
+    process.on('message', (m: unknown) => {
+      if (isMessage<PrimaryMessage>(m) && m.kind === 'stop') resolve();
+    });
+    process.on('disconnect', () => resolve());
+    process.on('SIGTERM', () => resolve());
+  });
   let service;
   try {
     service = await startService(workerShare(config, workerCount(config)), log, { cancelPeers: peers });
@@ -37,13 +45,7 @@ export async function runWorker(config: Config, log: Logger): Promise<number> {
     return 1;
   }
   void send({ kind: 'ready', httpUrl: service.httpUrl, pgPort: service.pgPort });
-  await new Promise<void>((resolve) => {
-    process.on('message', (m: unknown) => {
-      if (isMessage<PrimaryMessage>(m) && m.kind === 'stop') resolve();
-    });
-    process.on('disconnect', () => resolve());
-    process.on('SIGTERM', () => resolve());
-  });
+  await stopped;
   await service.stop();
   process.disconnect?.();
   return 0;

@@ -1,0 +1,128 @@
+/**
+ * `repobase serve` with two worker processes on the same ports: connections are spread over
+ * them, a cancel works whichever worker its connection reaches, a killed worker is replaced
+ * while the other's clients go on, and a stop ends every process.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, runCli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/cluster.js';
+import { freePort } from '../helpers/ports.js';
+
+let env: Record<string, string>;
+let dataDir: string;
+let primary: ChildProcess;
+let output = '';
+let exited: Promise<number | null>;
+let user: string;
+let key: string;
+
+/** Pids of the processes whose parent is `pid` (read from /proc: no ps needed). */
+async function childrenOf(pid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+function connect(): pg.Client {
+  const client = new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user, password: key, database: 'repobase' });
+  client.on('error', () => undefined);
+  return client;
+}
+
+async function selectOne(): Promise<number> {
+  const client = connect();
+  await client.connect();
+  try {
+    return (await client.query<{ n: number }>('SELECT 1 AS n')).rows[0]!.n;
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'repobase-workers-'));
+  env = {
+    REPOBASE_UPSTREAM_URL: await createTestDatabase(),
+    REPOBASE_DATA_DIR: dataDir,
+    REPOBASE_SECRET: randomBytes(16).toString('hex'),
+    REPOBASE_HTTP_PORT: String(await freePort()),
+    REPOBASE_PG_PORT: String(await freePort()),
+    REPOBASE_WORKERS: '2',
+    REPOBASE_LOG_LEVEL: 'info',
+  };
+  user = `workers_${randomBytes(3).toString('hex')}`;
+  const created = await runCli(['user', 'create', user], env);
+  expect(created.code, created.stderr).toBe(0);
+  key = created.stdout.trim();
+  primary = spawn(process.execPath, [BIN, 'serve'], { env: { PATH: process.env.PATH, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  primary.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  primary.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  exited = new Promise((resolve) => primary.on('exit', (code) => resolve(code)));
+  for (const start = Date.now(); !output.includes('repobase is running (2 workers)'); await new Promise((r) => setTimeout(r, 100))) {
+    if (Date.now() - start > 30_000 || primary.exitCode !== null) throw new Error(`serve did not start:\n${output}`);
+  }
+});
+
+afterAll(async () => {
+  if (primary.exitCode === null) process.kill(-primary.pid!, 'SIGKILL');
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('repobase serve with two workers', () => {
+  it('runs two worker processes that both answer on the shared ports', async () => {
+    expect(await childrenOf(primary.pid!)).toHaveLength(2);
+    // Connections are handed out in turn: six in a row reach both workers.
+    for (let i = 0; i < 6; i++) expect(await selectOne()).toBe(1);
+    const health = await fetch(`http://127.0.0.1:${env.REPOBASE_HTTP_PORT}/healthz`);
+    expect(health.status).toBe(200);
+  });
+
+  it('cancels a statement whichever worker the cancel connection reaches', async () => {
+    const sql = postgres({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user, password: key, database: 'repobase', max: 1, onnotice: () => undefined });
+    try {
+      // Each cancel is a connection of its own; in turn they reach one worker, then the other.
+      for (let i = 0; i < 4; i++) {
+        const started = Date.now();
+        const sleeping = sql`SELECT pg_sleep(30)`;
+        setTimeout(() => void sleeping.cancel(), 200);
+        await expect(sleeping).rejects.toMatchObject({ code: '57014' });
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it('replaces a killed worker while the clients of the other one go on', async () => {
+    const [a, b] = [connect(), connect()];
+    await a.connect();
+    await b.connect(); // the next connection: the other worker
+    const before = await childrenOf(primary.pid!);
+    process.kill(before[0]!, 'SIGKILL');
+    const results = await Promise.allSettled([a.query('SELECT 1 AS n'), b.query('SELECT 1 AS n')]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    await Promise.allSettled([a.end(), b.end()]);
+    await expect.poll(() => output, { timeout: 15_000 }).toContain('replacement worker serving');
+    expect((await childrenOf(primary.pid!)).filter((p) => !before.includes(p))).toHaveLength(1);
+    for (let i = 0; i < 4; i++) expect(await selectOne()).toBe(1);
+  });
+
+  it('stops every worker, and itself, on SIGTERM', async () => {
+    const workers = await childrenOf(primary.pid!);
+    primary.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
