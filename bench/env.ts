@@ -1,7 +1,8 @@
 /**
  * The benchmark's world: one upstream Postgres (embedded, tuned once for every target), repobase
- * in its own process on it, and PgBouncer (session mode, SCRAM, the same pool size) on it too.
- * Every target reaches the same tables as the same role, `bench`.
+ * on it as it ships (one worker process per core) and again as a single process, and PgBouncer
+ * (session mode, SCRAM, the same pool size) on it too. Every target reaches the same tables as
+ * the same role, `bench`.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -31,7 +32,9 @@ export interface BenchEnv {
   adminUrl: string;
   pgVersion: string;
   direct: Conn;
-  repobase: Conn & { httpUrl: string; pid: number; key: string; env: NodeJS.ProcessEnv };
+  repobase: Conn & { httpUrl: string; pid: number; key: string; workers: number };
+  /** The same service limited to one process (`workers` 1): what one event loop reaches. */
+  single: Conn & { httpUrl: string };
   pgbouncer: (Conn & { version: string }) | { unavailable: string };
   stop(): Promise<void>;
 }
@@ -78,14 +81,11 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
 
     log('starting repobase');
     const secret = randomBytes(16).toString('hex');
-    const [httpPort, wirePort] = [await freePort(), await freePort()];
     const env = {
       ...process.env,
       REPOBASE_UPSTREAM_URL: cluster.adminUrl,
       REPOBASE_DATA_DIR: join(dir, 'repobase'),
       REPOBASE_SECRET: secret,
-      REPOBASE_HTTP_PORT: String(httpPort),
-      REPOBASE_PG_PORT: String(wirePort),
       REPOBASE_LOG_LEVEL: 'warn',
       REPOBASE_PG_SESSIONS_PER_USER: String(POOL_SIZE * 2),
       REPOBASE_UPSTREAM_POOL_MAX: String(POOL_SIZE),
@@ -97,16 +97,25 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
     if (created.code !== 0) throw new Error(`repobase user create failed: ${created.stderr}`);
     const key = created.stdout.trim();
     await run(process.execPath, [bin, 'repo', 'create', REPO], { env });
-    const service = start('repobase', process.execPath, [bin, 'serve'], env);
-    stops.push(service.stop);
-    const httpUrl = `http://127.0.0.1:${httpPort}`;
-    await waitFor('repobase', async () => (await fetch(`${httpUrl}/healthz`)).ok);
+    const serve = async (workers: string) => {
+      const [httpPort, wirePort] = [await freePort(), await freePort()];
+      const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
+      stops.push(service.stop);
+      const httpUrl = `http://127.0.0.1:${httpPort}`;
+      // The banner comes once every worker serves.
+      await waitFor('repobase', async () => service.output().includes('repobase is running') && (await fetch(`${httpUrl}/healthz`)).ok);
+      const workersLine = /repobase is running(?: \((\d+) workers\))?/.exec(service.output());
+      return { httpUrl, wirePort, pid: service.child.pid!, workers: Number(workersLine?.[1] ?? 1) };
+    };
+    const shipped = await serve('0');
+    const single = await serve('1');
     // Direct and PgBouncer sessions see the same tables unqualified, as repobase's database name does.
     await admin.query(`ALTER ROLE ${USER} SET search_path = "${REPO}"`);
 
     const password = rolePassword(secret, USER);
     const direct: Conn = { host: '127.0.0.1', port: pgPort, user: USER, password, dbname: 'bench' };
-    const repobase = { host: '127.0.0.1', port: wirePort, user: USER, password: key, dbname: REPO, httpUrl, pid: service.child.pid!, key, env };
+    const repobase = { host: '127.0.0.1', port: shipped.wirePort, user: USER, password: key, dbname: REPO, httpUrl: shipped.httpUrl, pid: shipped.pid, key, workers: shipped.workers };
+    const singleConn = { host: '127.0.0.1', port: single.wirePort, user: USER, password: key, dbname: REPO, httpUrl: single.httpUrl };
 
     log('starting PgBouncer');
     const problem = await ensurePgbouncer();
@@ -158,7 +167,7 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
       });
       pgbouncer = { ...conn, version };
     }
-    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, pgbouncer, stop };
+    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, single: singleConn, pgbouncer, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

@@ -1,6 +1,6 @@
 /** Child processes, ports and memory readings for the benchmark. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export interface RunResult {
@@ -59,9 +59,31 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, timeo
   throw new Error(`${what} did not come up within ${timeoutMs} ms`);
 }
 
-/** Resident set size of a process, in bytes (Linux). */
+/** Pids of the processes whose parent is `pid` (Linux /proc). */
+export function childrenOf(pid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+function vmRss(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Resident set size of a process and its children (repobase's workers), in bytes (Linux). */
 export function rssOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-  return Number(kb ?? 0) * 1024;
+  return childrenOf(pid).reduce((sum, child) => sum + vmRss(child), vmRss(pid));
 }

@@ -1,5 +1,5 @@
 /**
- * Idle connections: N authenticated wire clients on one repobase process; its RSS growth per
+ * Idle connections: N authenticated wire clients on repobase (all its workers); its RSS growth per
  * connection, and whether a query on a fresh connection still answers.
  */
 import { join } from 'node:path';

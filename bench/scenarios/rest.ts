@@ -1,6 +1,7 @@
 /**
  * REST: `POST /api/v1beta/query/` with a one-row indexed select, keep-alive, 32 connections,
- * against the bare fastify+pg route (bench/bare-rest.ts) with the same query on the same role.
+ * against the bare fastify+pg route (bench/bare-rest.ts) with the same query on the same role —
+ * each with as many processes as repobase ships with here, and each as a single process.
  */
 import autocannon from 'autocannon';
 import { join } from 'node:path';
@@ -22,17 +23,24 @@ async function load(url: string, headers: Record<string, string>, body: string, 
 }
 
 export async function runRest(env: BenchEnv, opts: { rounds: number; seconds: number }, log: (s: string) => void): Promise<RestResult> {
-  const port = await freePort();
   const { host, port: pgPort, user, password, dbname } = env.direct;
   const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${pgPort}/${dbname}`;
-  const bare = start('bare-rest', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-rest.js'), String(port), url, String(POOL_SIZE)], process.env);
+  const body = JSON.stringify({ query_string: QUERY });
+  const bares: { url: string; stop: () => Promise<void> }[] = [];
   try {
-    const bareUrl = `http://127.0.0.1:${port}/query`;
-    const body = JSON.stringify({ query_string: QUERY });
-    await waitFor('bare fastify route', async () => (await fetch(bareUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).ok);
+    for (const processes of [env.repobase.workers, 1]) {
+      const port = await freePort();
+      const bare = start('bare-rest', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-rest.js'), String(port), url, String(POOL_SIZE), String(processes)], process.env);
+      bares.push({ url: `http://127.0.0.1:${port}/query`, stop: bare.stop });
+      await waitFor('bare fastify route', async () => (await fetch(bares.at(-1)!.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).ok);
+    }
+    const auth = { authorization: `Bearer ${env.repobase.key}` };
+    const ours = JSON.stringify({ query_string: `SELECT abalance FROM "bench/pgbench".pgbench_accounts WHERE aid = 4242` });
     const targets: [string, string, Record<string, string>, string][] = [
-      ['bare fastify+pg', bareUrl, {}, body],
-      ['repobase', `${env.repobase.httpUrl}/api/v1beta/query/`, { authorization: `Bearer ${env.repobase.key}` }, JSON.stringify({ query_string: `SELECT abalance FROM "bench/pgbench".pgbench_accounts WHERE aid = 4242` })],
+      ['bare fastify+pg', bares[0]!.url, {}, body],
+      ['repobase', `${env.repobase.httpUrl}/api/v1beta/query/`, auth, ours],
+      ['bare fastify+pg 1 process', bares[1]!.url, {}, body],
+      ['repobase 1 process', `${env.single.httpUrl}/api/v1beta/query/`, auth, ours],
     ];
     const samples = new Map(targets.map(([n]) => [n, { rps: [] as number[], p50: [] as number[], p99: [] as number[], errors: 0 }]));
     for (let round = 0; round < opts.rounds; round++) {
@@ -48,6 +56,6 @@ export async function runRest(env: BenchEnv, opts: { rounds: number; seconds: nu
     }
     return { targets: Object.fromEntries([...samples].map(([n, s]) => [n, { rps: summarize(s.rps), p50: summarize(s.p50), p99: summarize(s.p99), errors: s.errors }])) };
   } finally {
-    await bare.stop();
+    for (const bare of bares) await bare.stop();
   }
 }

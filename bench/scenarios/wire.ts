@@ -47,7 +47,12 @@ export async function initPgbench(env: BenchEnv, scale: number): Promise<void> {
 }
 
 export async function runWire(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void): Promise<WireResult[]> {
-  const targets: [string, Conn][] = [['direct', env.direct], ...('unavailable' in env.pgbouncer ? [] : ([['pgbouncer', env.pgbouncer]] as [string, Conn][])), ['repobase', env.repobase]];
+  const targets: [string, Conn][] = [
+    ['direct', env.direct],
+    ...('unavailable' in env.pgbouncer ? [] : ([['pgbouncer', env.pgbouncer]] as [string, Conn][])),
+    ['repobase', env.repobase],
+    ['repobase 1 process', env.single],
+  ];
   const results: WireResult[] = [];
   for (const scenario of WIRE_SCENARIOS) {
     const use = scenario.tls ? targets.filter(([n]) => n !== 'direct') : targets;
