@@ -11,7 +11,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ControlPlane } from '../control/control-plane.js';
 import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
-import type { Logger } from '../shared/logger.js';
+import { lazyChild, type Logger } from '../shared/logger.js';
 import { TypeCatalog } from '../upstream/query-types.js';
 import { restSessionSettings, type RolePools } from '../upstream/role-pools.js';
 import type { SessionPool } from '../upstream/session-pool.js';
@@ -40,6 +40,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Stopping must not wait for keep-alive timeouts: a browser's or fetch's spare connection
     // that never sent a request is not "idle" to Node and would hold close() for 72 s.
     forceCloseConnections: true,
+    // Each request's logger (with its reqId) is made when it first writes a line.
+    childLoggerFactory: (logger, bindings, options) => (Object.keys(options).length ? logger.child(bindings, options) : lazyChild(logger as Logger, bindings)),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);

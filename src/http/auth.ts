@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
 import { PgError, SqlState } from '../shared/errors.js';
+import { lazyChild, type Logger } from '../shared/logger.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,7 +32,7 @@ export function installAuth(app: FastifyInstance, control: ControlPlane): void {
     const m = BEARER.exec(header);
     if (!m?.[1]) throw noKey('malformed Authorization header: expected "Bearer <API key>"');
     req.principal = await control.authenticate(m[1]);
-    req.log = req.log.child({ user: req.principal.user, keyId: req.principal.keyId });
+    req.log = lazyChild(req.log as Logger, { user: req.principal.user, keyId: req.principal.keyId });
   });
 }
 

@@ -26,3 +26,73 @@ export function createLogger(level: LevelWithSilent, destination?: pino.Destinat
 export function sqlForLog(sql: string): string {
   return sql.length > 1024 ? sql.slice(0, 1024) + '…' : sql;
 }
+
+/**
+ * Stands for `make()`, a child logger, until a line is first written; `template` (its parent)
+ * answers which levels are on meanwhile. Methods live on the prototype: nothing is allocated per
+ * request but the object itself.
+ */
+class DeferredLogger {
+  private made: Logger | undefined;
+
+  constructor(
+    private readonly make: () => Logger,
+    private readonly template: Logger,
+  ) {}
+
+  private real(): Logger {
+    return (this.made ??= this.make());
+  }
+
+  get level(): string {
+    return this.template.level;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return this.template.isLevelEnabled(level);
+  }
+
+  bindings(): pino.Bindings {
+    return this.real().bindings();
+  }
+
+  child(bindings: pino.Bindings, options?: pino.ChildLoggerOptions): Logger {
+    return new DeferredLogger(() => this.real().child(bindings, options), this.template) as unknown as Logger;
+  }
+
+  fatal(...args: unknown[]): void {
+    if (this.template.isLevelEnabled('fatal')) (this.real().fatal as (...a: unknown[]) => void)(...args);
+  }
+
+  error(...args: unknown[]): void {
+    if (this.template.isLevelEnabled('error')) (this.real().error as (...a: unknown[]) => void)(...args);
+  }
+
+  warn(...args: unknown[]): void {
+    if (this.template.isLevelEnabled('warn')) (this.real().warn as (...a: unknown[]) => void)(...args);
+  }
+
+  info(...args: unknown[]): void {
+    if (this.template.isLevelEnabled('info')) (this.real().info as (...a: unknown[]) => void)(...args);
+  }
+
+  debug(...args: unknown[]): void {
+    if (this.template.isLevelEnabled('debug')) (this.real().debug as (...a: unknown[]) => void)(...args);
+  }
+
+  trace(...args: unknown[]): void {
+    if (this.template.isLevelEnabled('trace')) (this.real().trace as (...a: unknown[]) => void)(...args);
+  }
+
+  silent(): void {}
+}
+
+/**
+ * `parent.child(bindings)`, made only when a line is first written through it. Making a pino
+ * child costs microseconds (its level functions are bound anew), a request's logger is made per
+ * request, and most requests write no line at all: measured, the two child loggers of a REST
+ * request took about 17 µs of its 88 µs.
+ */
+export function lazyChild(parent: Logger, bindings: pino.Bindings): Logger {
+  return new DeferredLogger(() => parent.child(bindings), parent) as unknown as Logger;
+}
