@@ -43,8 +43,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Each request's logger (with its reqId) is made when it first writes a line.
     childLoggerFactory: (logger, bindings, options) => (Object.keys(options).length ? logger.child(bindings, options) : lazyChild(logger as Logger, bindings)),
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    done();
   });
   installErrorHandling(app);
   await app.register(swagger, {
