@@ -10,7 +10,7 @@ import { startBenchEnv } from './env.js';
 import { fmt } from './lib/stats.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
 import { runRest, type RestResult } from './scenarios/rest.js';
-import { initPgbench, runWire, type WireResult } from './scenarios/wire.js';
+import { BARE_RELAY, initPgbench, runWire, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
 
 interface Targets {
@@ -22,7 +22,7 @@ interface Targets {
 
 const quick = process.argv.includes('--quick');
 const settings = quick
-  ? { rounds: 1, seconds: 2, restSeconds: 2, scale: 1, connections: 1000, uploadMb: 10 }
+  ? { rounds: 1, seconds: 1, restSeconds: 1, scale: 1, connections: 1000, uploadMb: 10 }
   : { rounds: 3, seconds: 10, restSeconds: 8, scale: 10, connections: 10_000, uploadMb: 100 };
 const log = (s: string) => process.stderr.write(`· ${s}\n`);
 /** `--only wire,rest` runs just those scenarios (for working on one); the report marks the rest "not run". */
@@ -47,15 +47,15 @@ const SINGLE = 'repobase 1 process';
 
 function wireTable(wire: WireResult[], workers: number): string[] {
   const lines = [
-    `| scenario | direct TPS | PgBouncer TPS | repobase TPS (${workers} workers) | repobase 1 process TPS | repobase latency ms | repobase / direct | repobase / PgBouncer | 1 process / PgBouncer | spread (max−min)/median |`,
-    '|---|---|---|---|---|---|---|---|---|---|',
+    `| scenario | direct TPS | PgBouncer TPS | repobase TPS (${workers} workers) | repobase 1 process TPS | bare Node relay TPS | repobase latency ms | repobase / direct | repobase / PgBouncer | 1 process / PgBouncer | bare Node relay / PgBouncer | spread (max−min)/median |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const w of wire) {
     const t = w.targets;
     const spread = Object.entries(t).map(([n, r]) => `${n} ${fmt(r.tps.spreadPct)}%`).join(', ');
     const tps = (name: string) => t[name]?.tps.median;
     lines.push(
-      `| ${w.scenario} | ${fmt(tps('direct') ?? NaN)} | ${fmt(tps('pgbouncer') ?? NaN)} | ${fmt(tps('repobase') ?? NaN)} | ${fmt(tps(SINGLE) ?? NaN)} | ${fmt(t.repobase?.latencyMs.median ?? NaN, 3)} | ${fmt(ratio(tps('repobase'), tps('direct')), 2)} | ${fmt(ratio(tps('repobase'), tps('pgbouncer')), 2)} | ${fmt(ratio(tps(SINGLE), tps('pgbouncer')), 2)} | ${spread} |`,
+      `| ${w.scenario} | ${fmt(tps('direct') ?? NaN)} | ${fmt(tps('pgbouncer') ?? NaN)} | ${fmt(tps('repobase') ?? NaN)} | ${fmt(tps(SINGLE) ?? NaN)} | ${fmt(tps(BARE_RELAY) ?? NaN)} | ${fmt(t.repobase?.latencyMs.median ?? NaN, 3)} | ${fmt(ratio(tps('repobase'), tps('direct')), 2)} | ${fmt(ratio(tps('repobase'), tps('pgbouncer')), 2)} | ${fmt(ratio(tps(SINGLE), tps('pgbouncer')), 2)} | ${fmt(ratio(tps(BARE_RELAY), tps('pgbouncer')), 2)} | ${spread} |`,
     );
   }
   return lines;

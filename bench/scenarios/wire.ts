@@ -3,7 +3,9 @@
  * every target alike; the ratios of medians are what the report states.
  */
 import { conninfo, type BenchEnv, type Conn } from '../env.js';
-import { run } from '../lib/proc.js';
+import { join } from 'node:path';
+import { packageRoot } from '../../src/shared/package-root.js';
+import { freePort, run, start, waitFor } from '../lib/proc.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 export interface WireScenario {
@@ -46,16 +48,32 @@ export async function initPgbench(env: BenchEnv, scale: number): Promise<void> {
   if (r.code !== 0) throw new Error(`pgbench -i failed: ${r.stderr}`);
 }
 
+/** Name of the reference target: a bare Node relay (bench/bare-relay.ts), the ceiling of any proxy in Node. */
+export const BARE_RELAY = 'bare Node relay';
+
 export async function runWire(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void): Promise<WireResult[]> {
+  const relayPort = await freePort();
+  const relay = start('bare-relay', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-relay.js'), String(relayPort), String(env.direct.port)], process.env);
+  try {
+    await waitFor('bare relay', async () => (await run('psql', [conninfo({ ...env.direct, port: relayPort }), '-Atc', 'SELECT 1'])).stdout.trim() === '1');
+    return await runAll(env, opts, log, { ...env.direct, port: relayPort });
+  } finally {
+    await relay.stop();
+  }
+}
+
+async function runAll(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void, bareRelay: Conn): Promise<WireResult[]> {
   const targets: [string, Conn][] = [
     ['direct', env.direct],
     ...('unavailable' in env.pgbouncer ? [] : ([['pgbouncer', env.pgbouncer]] as [string, Conn][])),
     ['repobase', env.repobase],
     ['repobase 1 process', env.single],
+    [BARE_RELAY, bareRelay],
   ];
   const results: WireResult[] = [];
   for (const scenario of WIRE_SCENARIOS) {
-    const use = scenario.tls ? targets.filter(([n]) => n !== 'direct') : targets;
+    // TLS: the bare relay would only pass the direct connection's TLS through.
+    const use = scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets;
     const samples = new Map(use.map(([n]) => [n, { tps: [] as number[], lat: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const [name, conn] of use) {

@@ -31,14 +31,26 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   // carries no text or position of the statement it was made for.
   const shapes = new LruCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars, cacheKeyChars);
 
+  // The last allow of each analysis, with the rights snapshot and search path it was made for.
+  // Both are immutable (a change makes new ones), so the same objects mean the same decision:
+  // a repeated statement skips resolving its names (measured: ~0.9 of 1.5 µs per -M simple decision).
+  const allowed = new WeakMap<Analysis, { rights: Rights; path: readonly string[]; defaultPath: readonly string[] | undefined; decision: Decision }>();
+  function evaluateOnce(analysis: Analysis, rights: Rights, session: Session): Decision {
+    const last = allowed.get(analysis);
+    if (last !== undefined && last.rights === rights && last.path === session.searchPath && last.defaultPath === session.defaultSearchPath) return last.decision;
+    const decision = evaluate(analysis, rights, session);
+    if (decision.kind === 'allow') allowed.set(analysis, { rights, path: session.searchPath, defaultPath: session.defaultSearchPath, decision });
+    return decision;
+  }
+
   function decide(sql: string, rights: Rights, session: Session): Decision | Promise<Decision> {
     // The hot path: a repeated or prepared statement is one map lookup plus the rights check.
     const cached = cache.get(sql);
-    if (cached !== undefined) return evaluate(cached, rights, session);
+    if (cached !== undefined) return evaluateOnce(cached, rights, session);
     const shape = literalShape(sql);
     const sameShape = shape === undefined ? undefined : shapes.get(shape);
     if (sameShape !== undefined) {
-      const decision = evaluate(sameShape, rights, session);
+      const decision = evaluateOnce(sameShape, rights, session);
       if (decision.kind !== 'deny') return decision; // a denial is re-made below, with its own positions
     }
     const bytes = Buffer.byteLength(sql);

@@ -50,6 +50,22 @@ describe('decisions shared by statements of one shape', () => {
     expect(r2).toMatchObject({ kind: 'rewrite', sql: 'ALTER TABLE t ALTER COLUMN c TYPE numeric(12,4) USING "c"::numeric(12,4)' });
     await policy.close();
   });
+
+  it('a repeated allow is reused only for the same rights snapshot and search path', async () => {
+    const { createPolicy } = await import('../../../src/policy/index.js');
+    const { alice, inSales } = await import('./fixture.js');
+    const policy = await createPolicy({ maxStatementBytes: 1 << 20 });
+    const sql = 'SELECT * FROM t WHERE id = 5';
+    expect(policy.decide(sql, alice, inSales)).toMatchObject({ kind: 'allow' });
+    expect(policy.decide(sql, alice, inSales)).toBe(policy.decide(sql, alice, inSales));
+    // Rights reloaded without the repo (a new snapshot): denied, although the text was allowed before.
+    const revoked = { user: alice.user, repos: new Map([...alice.repos].filter(([name]) => name !== 'alice/sales')) };
+    expect(policy.decide(sql, revoked, inSales)).toMatchObject({ kind: 'deny' });
+    // Another search path (a new session object after SET): resolved again, and refused there.
+    expect(policy.decide(sql, alice, { ...inSales, searchPath: ['bob/secret'] })).toMatchObject({ kind: 'deny', error: { code: '42501' } });
+    expect(policy.decide('SELECT * FROM t WHERE id = 6', alice, inSales)).toMatchObject({ kind: 'allow' });
+    await policy.close();
+  });
 });
 
 describe('settings that change how Postgres reads a statement stay put', () => {
