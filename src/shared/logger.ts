@@ -27,6 +27,8 @@ export function sqlForLog(sql: string): string {
   return sql.length > 1024 ? sql.slice(0, 1024) + '…' : sql;
 }
 
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+
 /**
  * Stands for `make()`, a child logger, until a line is first written; `template` (its parent)
  * answers which levels are on meanwhile. Methods live on the prototype: nothing is allocated per
@@ -60,28 +62,32 @@ class DeferredLogger {
     return new DeferredLogger(() => this.real().child(bindings, options), this.template) as unknown as Logger;
   }
 
+  private write(level: (typeof LEVELS)[number], args: unknown[]): void {
+    if (this.template.isLevelEnabled(level)) (this.real()[level] as (...a: unknown[]) => void)(...args);
+  }
+
   fatal(...args: unknown[]): void {
-    if (this.template.isLevelEnabled('fatal')) (this.real().fatal as (...a: unknown[]) => void)(...args);
+    this.write('fatal', args);
   }
 
   error(...args: unknown[]): void {
-    if (this.template.isLevelEnabled('error')) (this.real().error as (...a: unknown[]) => void)(...args);
+    this.write('error', args);
   }
 
   warn(...args: unknown[]): void {
-    if (this.template.isLevelEnabled('warn')) (this.real().warn as (...a: unknown[]) => void)(...args);
+    this.write('warn', args);
   }
 
   info(...args: unknown[]): void {
-    if (this.template.isLevelEnabled('info')) (this.real().info as (...a: unknown[]) => void)(...args);
+    this.write('info', args);
   }
 
   debug(...args: unknown[]): void {
-    if (this.template.isLevelEnabled('debug')) (this.real().debug as (...a: unknown[]) => void)(...args);
+    this.write('debug', args);
   }
 
   trace(...args: unknown[]): void {
-    if (this.template.isLevelEnabled('trace')) (this.real().trace as (...a: unknown[]) => void)(...args);
+    this.write('trace', args);
   }
 
   silent(): void {}

@@ -5,12 +5,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childrenOf } from '../../bench/lib/proc.js';
 import { BIN, runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/cluster.js';
 import { freePort } from '../helpers/ports.js';
@@ -22,18 +23,6 @@ let output = '';
 let exited: Promise<number | null>;
 let user: string;
 let key: string;
-
-/** Pids of the processes whose parent is `pid` (read from /proc: no ps needed). */
-async function childrenOf(pid: number): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (ppid === pid) pids.push(Number(entry));
-  }
-  return pids;
-}
 
 function connect(): pg.Client {
   const client = new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user, password: key, database: 'repobase' });
@@ -82,7 +71,7 @@ afterAll(async () => {
 
 describe('repobase serve with two workers', () => {
   it('runs two worker processes that both answer on the shared ports', async () => {
-    expect(await childrenOf(primary.pid!)).toHaveLength(2);
+    expect(childrenOf(primary.pid!)).toHaveLength(2);
     // Connections are handed out in turn: six in a row reach both workers.
     for (let i = 0; i < 6; i++) expect(await selectOne()).toBe(1);
     const health = await fetch(`http://127.0.0.1:${env.REPOBASE_HTTP_PORT}/healthz`);
@@ -109,18 +98,18 @@ describe('repobase serve with two workers', () => {
     const [a, b] = [connect(), connect()];
     await a.connect();
     await b.connect(); // the next connection: the other worker
-    const before = await childrenOf(primary.pid!);
+    const before = childrenOf(primary.pid!);
     process.kill(before[0]!, 'SIGKILL');
     const results = await Promise.allSettled([a.query('SELECT 1 AS n'), b.query('SELECT 1 AS n')]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     await Promise.allSettled([a.end(), b.end()]);
     await expect.poll(() => output, { timeout: 15_000 }).toContain('replacement worker serving');
-    expect((await childrenOf(primary.pid!)).filter((p) => !before.includes(p))).toHaveLength(1);
+    expect(childrenOf(primary.pid!).filter((p) => !before.includes(p))).toHaveLength(1);
     for (let i = 0; i < 4; i++) expect(await selectOne()).toBe(1);
   });
 
   it('stops every worker, and itself, on SIGTERM', async () => {
-    const workers = await childrenOf(primary.pid!);
+    const workers = childrenOf(primary.pid!);
     primary.kill('SIGTERM');
     expect(await exited).toBe(0);
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
