@@ -48,21 +48,27 @@ export class CancelRegistry {
 
   /** Forwards a cancel for (processId, secretKey) to its upstream, or to the peers when no client here has that key. */
   cancel(processId: number, secretKey: number): Promise<boolean> {
-    if (this.peers && !this.targets.has(processId)) {
+    // Process ids of different workers may coincide: only id and secret together say "here".
+    if (this.peers && !this.matches(processId, secretKey)) {
       this.peers.forward(processId, secretKey);
       return Promise.resolve(false);
     }
     return this.cancelHere(processId, secretKey);
   }
 
-  /** Forwards a cancel if it matches a live client of this process; resolves when sent. */
-  private cancelHere(processId: number, secretKey: number): Promise<boolean> {
+  /** Whether a live client here has this key; the secret compared in constant time. */
+  private matches(processId: number, secretKey: number): boolean {
     const target = this.targets.get(processId);
     const a = Buffer.alloc(4);
     const b = Buffer.alloc(4);
     a.writeInt32BE(secretKey);
     b.writeInt32BE(target?.secret ?? ~secretKey);
-    const up = target && timingSafeEqual(a, b) ? target.upstream() : undefined;
+    return target !== undefined && timingSafeEqual(a, b);
+  }
+
+  /** Forwards a cancel if it matches a live client of this process; resolves when sent. */
+  private cancelHere(processId: number, secretKey: number): Promise<boolean> {
+    const up = this.matches(processId, secretKey) ? this.targets.get(processId)!.upstream() : undefined;
     if (!up) return Promise.resolve(false);
     return new Promise((resolve) => {
       const socket = connect({ host: up.host, port: up.port }, () => socket.end(buildCancelRequest(up.processId, up.secretKey)));
