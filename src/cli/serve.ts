@@ -1,28 +1,28 @@
 import cluster from 'node:cluster';
 import { Command } from 'commander';
-import { startService } from '../main.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { workerCount } from '../workers/messages.js';
 import { startPrimary, type RunningService } from '../workers/primary.js';
-import { runWorker } from '../workers/worker.js';
 import type { CliContext, ConfigOf } from './context.js';
 
 /**
  * `repobase serve`: runs until SIGINT/SIGTERM, then stops the servers and Postgres, in that
  * order. With several workers this process is their primary, and each worker runs this command
- * again as a worker.
+ * again as a worker. The service itself is imported only where it runs: a primary that loaded
+ * fastify, the parsers and the ingest code for nothing would hold ~45 MB more.
  */
 export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
   return new Command('serve').description('start the service (REST API, embedded Postgres unless REPOBASE_UPSTREAM_URL is set)').action(async (_opts: unknown, cmd: Command) => {
     const config = configOf(cmd);
     if (cluster.isWorker) {
+      const { runWorker } = await import('../workers/worker.js');
       const code = await runWorker(config, createLogger(config.logLevel).child({ worker: cluster.worker!.id }));
       if (code !== 0) process.exitCode = code;
       return;
     }
     const log = createLogger(config.logLevel);
     const count = workerCount(config);
-    const service: RunningService = count > 1 ? await startPrimary(config, log, count) : await startService(config, log);
+    const service: RunningService = count > 1 ? await startPrimary(config, log, count) : await (await import('../main.js')).startService(config, log);
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     ctx.out(
       [
