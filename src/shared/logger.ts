@@ -96,8 +96,8 @@ class DeferredLogger {
 /**
  * `parent.child(bindings)`, made only when a line is first written through it. Making a pino
  * child costs microseconds (its level functions are bound anew), a request's logger is made per
- * request, and most requests write no line at all: measured, the two child loggers of a REST
- * request took about 17 µs of its 88 µs.
+ * request, and most requests write no line at all: measured (A/B of two builds), the two child
+ * loggers of a REST request took about 10 µs of its ~75 µs of CPU.
  */
 export function lazyChild(parent: Logger, bindings: pino.Bindings): Logger {
   return new DeferredLogger(() => parent.child(bindings), parent) as unknown as Logger;

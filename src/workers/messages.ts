@@ -4,14 +4,10 @@
  */
 import { availableParallelism } from 'node:os';
 import type { Config } from '../shared/config.js';
+import type { PgError } from '../shared/errors.js';
 
 /** A PgError's fields, as they cross the channel. */
-export interface PlainError {
-  code: string;
-  message: string;
-  hint?: string;
-  detail?: string;
-}
+export type PlainError = ReturnType<PgError['toJSON']>;
 
 export type WorkerMessage =
   | { kind: 'ready'; httpUrl: string; pgPort: number }

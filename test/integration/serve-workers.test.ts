@@ -72,7 +72,8 @@ afterAll(async () => {
 describe('repobase serve with two workers', () => {
   it('runs two worker processes that both answer on the shared ports', async () => {
     expect(childrenOf(primary.pid!)).toHaveLength(2);
-    // Connections are handed out in turn: six in a row reach both workers.
+    // Connections are handed out in turn, so these reach both workers; that a connection really
+    // lands on the other worker is what the cancel test below proves (it fails without passing).
     for (let i = 0; i < 6; i++) expect(await selectOne()).toBe(1);
     const health = await fetch(`http://127.0.0.1:${env.REPOBASE_HTTP_PORT}/healthz`);
     expect(health.status).toBe(200);
