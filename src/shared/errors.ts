@@ -13,6 +13,7 @@ export const SqlState = {
   InvalidParameterValue: '22023',
   DataException: '22000',
   CharacterNotInRepertoire: '22021',
+  ActiveSqlTransaction: '25001',
   BadCopyFileFormat: '22P04',
   InvalidTextRepresentation: '22P02',
   UniqueViolation: '23505',

@@ -1,6 +1,6 @@
 /**
  * Runs one REST statement on a raw upstream session of the user's own role, in ONE round trip:
- * `[Query RESET ALL] Parse Bind Describe Execute(all rows) Sync` go out in a single write. Rows
+ * `[RESET ALL] Parse Bind Describe Execute(all rows) Sync` go out in a single write. Rows
  * are decoded as they arrive and handed out in batches; when the reader falls behind, the
  * socket is paused, so Postgres blocks on its send and a result of any size passes through in
  * constant memory (TCP is the cursor). Values stay the text Postgres printed.
@@ -8,6 +8,15 @@
  * Why not pg + pg-cursor: a cursor needs a second round trip to close its portal and the reset
  * of session settings a third, before the connection can serve again; measured, that held the
  * REST API to 0.17–0.4× of a bare fastify + pg route.
+ *
+ * The reset of the previous request's settings (`RESET ALL`) is the first statement of the same
+ * batch, so it shares the statement's transaction and its one ReadyForQuery: Postgres flushes
+ * once and the answer arrives in one read. Measured in-process against the reset as a Query of its
+ * own (a transaction and a flush more), this serves 13–18 % more one-row selects per second. If the
+ * statement fails, its transaction takes the reset with it; the next request resets again.
+ * Postgres refuses a few statements inside such a batch (VACUUM, CREATE INDEX CONCURRENTLY,
+ * CREATE DATABASE…: 25001, before they do anything): those are run again with the reset as a
+ * transaction of its own.
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import {
@@ -38,11 +47,29 @@ export interface Column {
   type: ColumnType;
 }
 
-const RESET = buildQuery('RESET ALL');
 const SYNC = buildSync();
 const DESCRIBE_PORTAL = buildDescribe('P', '');
 const EXECUTE_ALL = buildExecute('', 0);
 const BIND_TEXT = buildBind({ portal: '', statement: '', paramFormats: [], params: [], resultFormats: [] });
+
+/**
+ * How the previous request's settings are reset before the statement: not at all (a fresh
+ * session), as the first statement of its batch (one transaction), or as a Query of its own.
+ */
+type Reset = 'none' | 'in-batch' | 'alone';
+
+const RESET_MESSAGES: Record<Reset, Buffer> = {
+  none: Buffer.alloc(0),
+  'in-batch': Buffer.concat([buildParse('', 'RESET ALL'), BIND_TEXT, EXECUTE_ALL]),
+  alone: buildQuery('RESET ALL'),
+};
+
+/** The message that ends the answer to the reset. */
+const RESET_ENDS_AT: Record<Reset, number | undefined> = {
+  none: undefined,
+  'in-batch': BackendCode.CommandComplete,
+  alone: BackendCode.ReadyForQuery,
+};
 
 function copyRefused(): PgError {
   return new PgError(SqlState.FeatureNotSupported, 'COPY … TO STDOUT / FROM STDIN is not available over the REST API', {
@@ -63,16 +90,17 @@ export class RunningStatement {
   private error: PgError | undefined;
   private copy = false;
   private status: TransactionStatus | undefined;
-  private skipping: boolean;
+  /** While the answer to RESET ALL arrives: the message that ends it. */
+  private skipUntil: number | undefined;
   private abandoned = false;
   private wake: (() => void) | undefined;
 
   private constructor(
     private readonly session: UpstreamSession,
     private readonly batchRows: number,
-    resetFirst: boolean,
+    reset: Reset,
   ) {
-    this.skipping = resetFirst;
+    this.skipUntil = RESET_ENDS_AT[reset];
   }
 
   /**
@@ -81,19 +109,27 @@ export class RunningStatement {
    * say so. `columns` are then known.
    */
   static async start(session: UpstreamSession, sql: string, types: TypeCatalog, batchRows: number): Promise<{ statement: RunningStatement; columns: Column[]; firstRows: Row[] }> {
-    const resetFirst = session.needsReset;
-    const statement = new RunningStatement(session, batchRows, resetFirst);
-    statement.listen();
-    const out = [buildParse('', sql), BIND_TEXT, DESCRIBE_PORTAL, EXECUTE_ALL, SYNC];
-    session.needsReset = true;
-    session.socket.write(Buffer.concat(resetFirst ? [RESET, ...out] : out));
-    await statement.until(() => statement.status !== undefined || (statement.fields !== undefined && statement.buffered.length >= batchRows));
+    const reset: Reset = session.needsReset ? 'in-batch' : 'none';
+    let statement = await RunningStatement.send(session, sql, batchRows, reset);
+    if (reset === 'in-batch' && statement.error?.code === SqlState.ActiveSqlTransaction && statement.reusable) {
+      statement = await RunningStatement.send(session, sql, batchRows, 'alone');
+    }
     if (statement.status !== undefined && statement.error) throw statement.error;
     const fields = statement.fields ?? [];
     const described = await types.describe(fields.map((f) => ({ oid: f.typeOid, typmod: f.typmod })));
     const names = uniqueNames(fields.map((f) => f.name));
     const columns = described.map((type, i) => ({ name: names[i] ?? '', type }));
     return { statement, columns, firstRows: statement.take(batchRows) };
+  }
+
+  /** Writes the batch and waits for the statement's columns and first batch of rows, or its end. */
+  private static async send(session: UpstreamSession, sql: string, batchRows: number, reset: Reset): Promise<RunningStatement> {
+    const statement = new RunningStatement(session, batchRows, reset);
+    statement.listen();
+    session.needsReset = true;
+    session.socket.write(Buffer.concat([RESET_MESSAGES[reset], buildParse('', sql), BIND_TEXT, DESCRIBE_PORTAL, EXECUTE_ALL, SYNC]));
+    await statement.until(() => statement.status !== undefined || (statement.fields !== undefined && statement.buffered.length >= batchRows));
+    return statement;
   }
 
   /** True once Postgres completed the statement (ReadyForQuery) and every row, and its error if any, was handed out. */
@@ -187,10 +223,14 @@ export class RunningStatement {
   }
 
   private readonly onFrame = (code: number, frame: Buffer): void => {
-    if (this.skipping) {
-      // The answer to RESET ALL: nothing to show unless it failed.
-      if (code === BackendCode.ErrorResponse) this.error = decodeErrorResponse(frame);
-      if (code === BackendCode.ReadyForQuery) this.skipping = false;
+    if (this.skipUntil !== undefined) {
+      // The answer to RESET ALL: nothing to show unless it failed. A failed reset in the batch
+      // skips the statement too; Postgres's ReadyForQuery, handled below, then ends both.
+      if (code === BackendCode.ErrorResponse) {
+        this.error = decodeErrorResponse(frame);
+        if (this.skipUntil === BackendCode.CommandComplete) this.skipUntil = undefined;
+      }
+      if (code === this.skipUntil) this.skipUntil = undefined;
       return;
     }
     switch (code) {

@@ -104,6 +104,29 @@ describe('one request, one session', () => {
     const second = await srv.query(key, 'SELECT now()::text AS t');
     expect(first.body.data?.[0]?.[0]).not.toBe(second.body.data?.[0]?.[0]);
   });
+
+  it('a failed statement, COMMIT or ROLLBACK after a SET does not keep the setting', async () => {
+    // The reset shares the statement's transaction: whatever ends that transaction, the next request resets again.
+    const { key } = await srv.user('rollback');
+    for (const ending of ['SELECT 1/0', 'ROLLBACK', 'COMMIT']) {
+      expect((await srv.query(key, "SET work_mem = '7MB'")).status).toBe(200);
+      await srv.query(key, ending);
+      expect((await srv.query(key, 'SHOW work_mem')).body.data, ending).toEqual([['4MB']]);
+    }
+  });
+
+  it('runs what Postgres refuses inside a transaction (VACUUM, CREATE INDEX CONCURRENTLY), settings still reset', async () => {
+    const { key, name } = await srv.user('vacuum');
+    await srv.query(key, `CREATE SCHEMA "${name}/r"`);
+    expect((await srv.query(key, `CREATE TABLE "${name}/r".t (id int)`)).status).toBe(200);
+    expect((await srv.query(key, "SET work_mem = '7MB'")).status).toBe(200);
+    expect((await srv.query(key, `VACUUM "${name}/r".t`)).body).toMatchObject({ command: 'VACUUM' });
+    expect((await srv.query(key, 'SHOW work_mem')).body.data).toEqual([['4MB']]);
+    expect((await srv.query(key, "SET work_mem = '7MB'")).status).toBe(200);
+    expect((await srv.query(key, `CREATE INDEX CONCURRENTLY t_id ON "${name}/r".t (id)`)).body).toMatchObject({ command: 'CREATE INDEX' });
+    expect((await srv.query(key, `DROP INDEX CONCURRENTLY "${name}/r".t_id`)).body).toMatchObject({ command: 'DROP INDEX' });
+    expect((await srv.query(key, 'SHOW work_mem')).body.data).toEqual([['4MB']]);
+  });
 });
 
 describe('row cap', () => {
