@@ -6,7 +6,7 @@ describe('configuration', () => {
     const defaults = loadConfig({}, {});
     expect(defaults.httpPort).toBe(8080);
     expect(defaults.pgPort).toBe(5433);
-    expect(defaults.embeddedPgPort).toBe(54329);
+    expect(defaults.embeddedPgPort).toBe(25432);
     expect(defaults.host).toBe('127.0.0.1');
     expect(defaults.logLevel).toBe('info');
     expect(loadConfig({ REPOBASE_HTTP_PORT: '9000' }, {}).httpPort).toBe(9000);
