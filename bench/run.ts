@@ -147,7 +147,9 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
   const dir = join(packageRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, quick ? 'quick.json' : 'latest.json'), JSON.stringify({ date: new Date().toISOString(), machine, settings, targets, results }, null, 2) + '\n');
+  // latest.json is the full run the README quotes; smoke and partial runs never replace it.
+  const file = quick ? 'quick.json' : only ? 'partial.json' : 'latest.json';
+  await writeFile(join(dir, file), JSON.stringify({ date: new Date().toISOString(), machine, settings, targets, results }, null, 2) + '\n');
 }
 
 main().catch((err: unknown) => {
