@@ -66,6 +66,24 @@ describe('decisions shared by statements of one shape', () => {
     expect(policy.decide('SELECT * FROM t WHERE id = 6', alice, inSales)).toMatchObject({ kind: 'allow' });
     await policy.close();
   });
+
+  it('clients with their own session objects but equal paths share the reused allow', async () => {
+    const { createPolicy } = await import('../../../src/policy/index.js');
+    const { alice, inSales } = await import('./fixture.js');
+    const policy = await createPolicy({ maxStatementBytes: 1 << 20 });
+    const sql = 'SELECT * FROM t WHERE id = 5';
+    policy.decide(sql, alice, inSales); // analysed
+    const first = policy.decide(sql, alice, inSales); // remembered
+    const other = { searchPath: [...inSales.searchPath], defaultSearchPath: inSales.defaultSearchPath && [...inSales.defaultSearchPath] };
+    expect(policy.decide(sql, alice, other)).toBe(first);
+    // Another user's decision does not displace alice's.
+    const bob = { user: 'bob', repos: new Map(alice.repos) };
+    expect(policy.decide(sql, bob, other)).not.toBe(first);
+    expect(policy.decide(sql, alice, inSales)).toBe(first);
+    // A path equal in length but not in value is resolved again.
+    expect(policy.decide(sql, alice, { ...inSales, searchPath: inSales.searchPath.map((s, i) => (i === 0 ? 'bob/secret' : s)) })).toMatchObject({ kind: 'deny' });
+    await policy.close();
+  });
 });
 
 describe('settings that change how Postgres reads a statement stay put', () => {
