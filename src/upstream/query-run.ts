@@ -116,7 +116,8 @@ export class RunningStatement {
     }
     if (statement.status !== undefined && statement.error) throw statement.error;
     const fields = statement.fields ?? [];
-    const described = await types.describe(fields.map((f) => ({ oid: f.typeOid, typmod: f.typmod })));
+    const wanted = fields.map((f) => ({ oid: f.typeOid, typmod: f.typmod }));
+    const described = types.known(wanted) ?? (await types.describe(wanted));
     const names = uniqueNames(fields.map((f) => f.name));
     const columns = described.map((type, i) => ({ name: names[i] ?? '', type }));
     return { statement, columns, firstRows: statement.take(batchRows) };

@@ -44,8 +44,21 @@ export class TypeCatalog {
   /** Built-in types only: see FIRST_NORMAL_OID. */
   private readonly rows = new Map<number, TypeRow>();
   private readonly names = new Map<string, string>();
+  /** Column types of built-in oids by `oid:typmod`, shared by every answer (never changed). */
+  private readonly builtIn = new Map<string, ColumnType>();
 
   constructor(private readonly admin: Pick<pg.Pool, 'query'>) {}
+
+  /** The type of each column when all are built-in types seen before (the common case: no await), else undefined. */
+  known(columns: readonly { oid: number; typmod: number }[]): ColumnType[] | undefined {
+    const types: ColumnType[] = [];
+    for (const c of columns) {
+      const type = this.builtIn.get(nameKey(c.oid, c.typmod));
+      if (type === undefined) return undefined;
+      types.push(type);
+    }
+    return types;
+  }
 
   /** The type of each column, in order. */
   async describe(columns: readonly { oid: number; typmod: number }[]): Promise<ColumnType[]> {
@@ -76,7 +89,9 @@ export class TypeCatalog {
     const typeRow = (oid: number) => this.rows.get(oid) ?? rows.get(oid);
     return columns.map((c) => {
       const key = nameKey(c.oid, c.typmod);
-      return { name: this.names.get(key) ?? names.get(key) ?? 'UNKNOWN', encoding: encodingOf(c.oid, typeRow) };
+      const type: ColumnType = { name: this.names.get(key) ?? names.get(key) ?? 'UNKNOWN', encoding: encodingOf(c.oid, typeRow) };
+      if (c.oid < FIRST_NORMAL_OID && this.names.has(key)) this.builtIn.set(key, type);
+      return type;
     });
   }
 }

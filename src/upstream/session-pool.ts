@@ -83,15 +83,22 @@ export class SessionPool {
     return learning;
   }
 
-  /** An idle session with exactly these startup parameters, or a new one. */
-  async acquire(role: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
-    const key = this.key(role, params);
-    const list = this.idle.get(key);
+  /** An idle session with exactly these startup parameters, if there is one (no wait). */
+  takeIdle(role: string, params: Readonly<Record<string, string>>): UpstreamSession | undefined {
+    const list = this.idle.get(this.key(role, params));
     while (list && list.length > 0) {
       const { session } = list.pop()!;
       if (!session.socket.destroyed) return session;
       this.forget(role, session);
     }
+    return undefined;
+  }
+
+  /** An idle session with exactly these startup parameters, or a new one. */
+  async acquire(role: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+    const idle = this.takeIdle(role, params);
+    if (idle) return idle;
+    const key = this.key(role, params);
     const n = this.count.get(role) ?? 0;
     if (n >= this.opts.maxPerRole) {
       await this.waitForRoom(role);

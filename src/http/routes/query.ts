@@ -75,8 +75,10 @@ async function perform(control: ControlPlane, principal: Principal, action: Hand
 
 /** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
 async function decide(deps: QueryDeps, principal: Principal, sql: string): Promise<{ sql: string } | { done: string }> {
-  const rights = await deps.control.rights(principal.user);
-  const decision: Decision = await deps.policy.decide(sql, rights, SESSION);
+  // Cached rights and a cached decision are used as they are, without a wait.
+  const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
+  const decided = deps.policy.decide(sql, rights, SESSION);
+  const decision: Decision = decided instanceof Promise ? await decided : decided;
   switch (decision.kind) {
     case 'deny':
       throw decision.error;
@@ -96,7 +98,7 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string): Promi
 
 /** Starts the statement and returns its answer as a stream; errors before the first row are thrown. */
 async function stream(deps: QueryDeps, principal: Principal, sql: string, queryString: string, format: ResultFormat, reply: FastifyReply): Promise<Readable | string> {
-  const session = await deps.sessions.acquire(principal.user, deps.sessionSettings);
+  const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
   let started: Awaited<ReturnType<typeof RunningStatement.start>>;
   try {
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1));
