@@ -18,14 +18,30 @@ export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv
   });
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Where Linux starts handing out local ports to outgoing connections (default ip_local_port_range). */
+const EPHEMERAL_FIRST = 32768;
+const LISTEN_FIRST = 20000;
+
+/**
+ * A TCP port free on 127.0.0.1 right now, for a server started a moment later (Postgres,
+ * PgBouncer, a repobase child). Chosen below the ephemeral range: a port the kernel picked with
+ * `listen(0)` could, once released, become the local port of an outgoing connection before the
+ * server binds it, which made start-ups fail now and then with "address in use".
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = LISTEN_FIRST + Math.floor(Math.random() * (EPHEMERAL_FIRST - LISTEN_FIRST));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free TCP port between ${LISTEN_FIRST} and ${EPHEMERAL_FIRST} on 127.0.0.1`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 

@@ -1,15 +1,2 @@
-import { createServer } from 'node:net';
-
-/** A TCP port free on 127.0.0.1 right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+/** Free ports for servers the tests start: the bench's helper (below the ephemeral range). */
+export { freePort } from '../../bench/lib/proc.js';
