@@ -44,8 +44,8 @@ export class TypeCatalog {
   /** Built-in types only: see FIRST_NORMAL_OID. */
   private readonly rows = new Map<number, TypeRow>();
   private readonly names = new Map<string, string>();
-  /** Column types of built-in oids by `oid:typmod`, shared by every answer (never changed). */
-  private readonly builtIn = new Map<string, ColumnType>();
+  /** Column types of built-in oids, by oid then typmod (no key string per lookup), shared by every answer. */
+  private readonly builtIn = new Map<number, Map<number, ColumnType>>();
 
   constructor(private readonly admin: Pick<pg.Pool, 'query'>) {}
 
@@ -53,7 +53,7 @@ export class TypeCatalog {
   known(columns: readonly { oid: number; typmod: number }[]): ColumnType[] | undefined {
     const types: ColumnType[] = [];
     for (const c of columns) {
-      const type = this.builtIn.get(nameKey(c.oid, c.typmod));
+      const type = this.builtIn.get(c.oid)?.get(c.typmod);
       if (type === undefined) return undefined;
       types.push(type);
     }
@@ -90,7 +90,11 @@ export class TypeCatalog {
     return columns.map((c) => {
       const key = nameKey(c.oid, c.typmod);
       const type: ColumnType = { name: this.names.get(key) ?? names.get(key) ?? 'UNKNOWN', encoding: encodingOf(c.oid, typeRow) };
-      if (c.oid < FIRST_NORMAL_OID && this.names.has(key)) this.builtIn.set(key, type);
+      if (c.oid < FIRST_NORMAL_OID && this.names.has(key)) {
+        let byTypmod = this.builtIn.get(c.oid);
+        if (byTypmod === undefined) this.builtIn.set(c.oid, (byTypmod = new Map()));
+        byTypmod.set(c.typmod, type);
+      }
       return type;
     });
   }
