@@ -46,6 +46,24 @@ export interface UpstreamSession {
   status: TransactionStatus;
   /** Set after a statement ran: the next user must reset the session's settings first. */
   needsReset: boolean;
+  /**
+   * The settings that decide how Postgres reads statement text (standard_conforming_strings,
+   * client_encoding) whose last reported value is not the login's. While any is, Postgres may
+   * read a statement's text differently from the parser that checked it (a function can call
+   * `set_config`, and the policy does not see inside functions): reset before sending text.
+   */
+  readonly readingChanged: Set<string>;
+}
+
+/** Settings Postgres reports (ParameterStatus) that change how it reads statement text. */
+const READING_SETTINGS = new Set(['standard_conforming_strings', 'client_encoding']);
+
+/** Takes note of a ParameterStatus the server sent after login (a setting changed or was reset). */
+export function noteParameterStatus(session: UpstreamSession, frame: Buffer): void {
+  const { name, value } = decodeParameterStatus(frame);
+  if (!READING_SETTINGS.has(name)) return;
+  if (value === session.parameters.get(name)) session.readingChanged.delete(name);
+  else session.readingChanged.add(name);
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -197,7 +215,7 @@ function login(socket: Socket, target: UpstreamTarget, params: Readonly<Record<s
           socket.removeAllListeners('error');
           // Errors surface as 'close' to whoever holds the session; an unheard 'error' would crash the process.
           socket.on('error', () => undefined);
-          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false });
+          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, readingChanged: new Set() });
           return;
         }
         default:

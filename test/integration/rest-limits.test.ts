@@ -115,6 +115,28 @@ describe('one request, one session', () => {
     }
   });
 
+  it('a function that turns standard_conforming_strings off does not change how the next statement is read', async () => {
+    // The reset shares the statement's Query, which Postgres reads before it resets: the session
+    // follows ParameterStatus and resets first when such a setting changed behind the policy's back.
+    const { key, name } = await srv.user('lax');
+    await srv.query(key, `CREATE SCHEMA "${name}/r"`);
+    const fn = `CREATE FUNCTION "${name}/r".lax() RETURNS text LANGUAGE plpgsql AS $$ BEGIN EXECUTE format('SET %s = off', 'standard_conforming_strings'); RETURN 'x'; END $$`;
+    expect((await srv.query(key, fn)).status).toBe(200);
+    const flipped = await srv.query(key, `SELECT "${name}/r".lax() AS f, current_setting('standard_conforming_strings') AS scs`);
+    expect(flipped.body.data).toEqual([['x', 'off']]);
+    const read = await srv.query(key, "SELECT 'a\\' AS v");
+    expect(read.body.data).toEqual([['a\\']]);
+    expect((await srv.query(key, "SELECT 'b\\' AS v")).body.data).toEqual([['b\\']]);
+  });
+
+  it('an error position counts from the start of the statement, after a reset as before', async () => {
+    const { key } = await srv.user('position');
+    for (let i = 0; i < 2; i++) {
+      const r = await srv.query(key, 'SELECT 1 AS one, nosuchcolumn');
+      expect(r.body.error).toMatchObject({ code: '42703', position: 18 });
+    }
+  });
+
   it('runs what Postgres refuses inside a transaction (VACUUM, CREATE INDEX CONCURRENTLY), settings still reset', async () => {
     const { key, name } = await srv.user('vacuum');
     await srv.query(key, `CREATE SCHEMA "${name}/r"`);
