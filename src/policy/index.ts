@@ -8,9 +8,20 @@ import { evaluate, toError } from './decide.js';
 import type { Analysis } from './facts.js';
 import { loadParsers } from './parse.js';
 import { createParsePool } from './pool.js';
+import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange } from './types.js';
+
+/**
+ * The denial of a statement Postgres could read differently from the policy's parser, now that
+ * the session's reading settings in `changed` (standard_conforming_strings, client_encoding) are
+ * not the login's; undefined when the text reads the same either way.
+ */
+export function misread(sql: string, changed: ReadonlySet<string>): Decision | undefined {
+  const refusal = misreadRefusal(sql, changed);
+  return refusal && { kind: 'deny', error: toError(refusal) };
+}
 
 /** The statement size limit of DESIGN.md: 1 MiB. */
 export const DEFAULT_MAX_STATEMENT_BYTES = 1024 * 1024;

@@ -88,6 +88,11 @@ export const refusals = {
     message: `changing ${name} is not supported: ${keep}`,
     hint: 'repobase checks every statement as Postgres reads it with these settings',
   }),
+  changedReading: (name: string): Refusal => ({
+    code: unsupported,
+    message: `${name} was changed in this session (by a function), so Postgres could read this statement differently from the check`,
+    hint: `run RESET ${name} (or reconnect), then send the statement again`,
+  }),
   localSearchPath: {
     code: unsupported,
     message: 'SET LOCAL search_path is not supported',

@@ -22,3 +22,21 @@ export function readingSettingRefusal(name: string, value: string | undefined): 
   }
   return undefined;
 }
+
+/**
+ * Why Postgres may read `sql` differently from the policy's parser while the reading settings in
+ * `changed` are not the login's (a function called `set_config`, out of the policy's sight), or
+ * undefined when the text reads the same either way: without a backslash, a string ends where it
+ * does with standard_conforming_strings on; in pure ASCII, every client encoding Postgres supports
+ * reads the same characters.
+ */
+export function misreadRefusal(sql: string, changed: ReadonlySet<string>): Refusal | undefined {
+  const name = changed.has('standard_conforming_strings') && sql.includes('\\') ? 'standard_conforming_strings' : changed.has('client_encoding') && !isAscii(sql) ? 'client_encoding' : undefined;
+  if (name === undefined) return undefined;
+  return refusals.changedReading(name);
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}

@@ -7,7 +7,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
 import type { Cluster } from './cluster.js';
-import { openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
 
 interface Idle {
   session: UpstreamSession;
@@ -166,6 +166,7 @@ export class SessionPool {
       try {
         session.reader.push(chunk, (code, frame) => {
           if (code === BackendCode.ErrorResponse) ok = false;
+          if (code === BackendCode.ParameterStatus) noteParameterStatus(session, frame);
           if (code !== BackendCode.ReadyForQuery) return;
           session.status = decodeReadyForQuery(frame);
           socket.off('data', onData);

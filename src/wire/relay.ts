@@ -10,7 +10,7 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import type { Decision, Policy, Session, SessionChange } from '../policy/index.js';
+import { misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import {
@@ -29,7 +29,7 @@ import {
 } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
-import type { UpstreamSession } from '../upstream/session.js';
+import { noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
 
 /** Stands in for the upstream before the session is attached; nothing is ever added to it. */
 const NO_UPSTREAM = new Run(undefined);
@@ -162,6 +162,9 @@ export class Relay {
 
   /** The decision on `sql`: at once on the hot path (rights and analysis cached), else a Promise the stream blocks on. */
   private decide(sql: string): Decision | Promise<Decision> {
+    const changed = this.upstream?.readingChanged;
+    const misreading = changed?.size ? misread(sql, changed) : undefined;
+    if (misreading) return misreading;
     const rights = this.deps.control.peekRights(this.principal.user);
     return rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
   }
@@ -322,6 +325,7 @@ export class Relay {
 
   private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
     if (code === BackendCode.ReadyForQuery) return this.onReady(frame);
+    if (code === BackendCode.ParameterStatus) noteParameterStatus(this.upstream!, frame);
     if (code === BackendCode.ErrorResponse) {
       const head = this.queue[0];
       if (head?.kind === 'upstream') head.p.failed = true;
