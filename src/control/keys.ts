@@ -4,7 +4,7 @@
  * slow hash adds nothing) and a SCRAM verifier of the whole key under the user's salt, so the
  * wire front end can check a SCRAM proof without ever seeing the key.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PgError, SqlState } from '../shared/errors.js';
 import { scramVerifier } from '../shared/scram.js';
 import { query, type Queryable } from './db.js';
@@ -33,7 +33,7 @@ export interface NewKey {
 }
 
 export function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest();
+  return hash('sha256', secret, 'buffer');
 }
 
 /** `rb_<id>_<secret>` → parts, or undefined when it is not shaped like a key. */

@@ -226,7 +226,7 @@ export class RunningStatement {
       socket.off('close', onClose);
     };
     socket.on('data', onData);
-    socket.once('close', onClose);
+    socket.on('close', onClose);
   }
 
   private detach: () => void = () => undefined;
@@ -297,6 +297,7 @@ export function parseCommandTag(tag: string): { command: string; rowCount: numbe
  * names that already exist.
  */
 export function uniqueNames(names: readonly string[]): string[] {
+  if (names.length < 2) return names.slice();
   const taken = new Set(names);
   const seen = new Set<string>();
   return names.map((name) => {

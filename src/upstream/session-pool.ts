@@ -49,16 +49,26 @@ export class SessionPool {
     this.sweeper.unref();
   }
 
-  /** Parameter sets are few and long-lived (one per client settings): their canonical text is cached. */
-  private readonly paramKeys = new WeakMap<object, string>();
+  /**
+   * Parameter sets are few and long-lived (one per client settings): the key of each (role,
+   * parameter set) is made once, so the hot path looks pools up with a string whose hash V8 has
+   * already computed instead of concatenating and hashing a new one per request.
+   */
+  private readonly keys = new WeakMap<object, Map<string, string>>();
 
   private key(role: string, params: Readonly<Record<string, string>>): string {
-    let text = this.paramKeys.get(params);
-    if (text === undefined) {
-      text = JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
-      this.paramKeys.set(params, text);
+    let byRole = this.keys.get(params);
+    if (byRole === undefined) {
+      byRole = new Map();
+      this.keys.set(params, byRole);
     }
-    return role + '\0' + text;
+    let key = byRole.get(role);
+    if (key === undefined) {
+      if (byRole.size > 10_000) byRole.clear();
+      key = role + '\0' + JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
+      byRole.set(role, key);
+    }
+    return key;
   }
 
   /**
