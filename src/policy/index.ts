@@ -14,12 +14,12 @@ import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.j
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange } from './types.js';
 
 /**
- * The denial of a statement Postgres could read differently from the policy's parser, now that
- * the session's reading settings in `changed` (standard_conforming_strings, client_encoding) are
- * not the login's; undefined when the text reads the same either way.
+ * The denial of a statement Postgres could read differently from the policy's parser with the
+ * session's reading settings at `reading` (standard_conforming_strings, client_encoding, as the
+ * server last reported them); undefined when the text reads the same.
  */
-export function misread(sql: string, changed: ReadonlySet<string>): Decision | undefined {
-  const refusal = misreadRefusal(sql, changed);
+export function misread(sql: string, reading: ReadonlyMap<string, string>): Decision | undefined {
+  const refusal = misreadRefusal(sql, reading);
   return refusal && { kind: 'deny', error: toError(refusal) };
 }
 

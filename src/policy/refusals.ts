@@ -88,9 +88,9 @@ export const refusals = {
     message: `changing ${name} is not supported: ${keep}`,
     hint: 'repobase checks every statement as Postgres reads it with these settings',
   }),
-  changedReading: (name: string): Refusal => ({
+  changedReading: (name: string, value: string): Refusal => ({
     code: unsupported,
-    message: `${name} was changed in this session (by a function), so Postgres could read this statement differently from the check`,
+    message: `${name} is ${value} in this session (changed by a function), so Postgres could read this statement differently from the check`,
     hint: `run RESET ${name} (or reconnect), then send the statement again`,
   }),
   localSearchPath: {

@@ -24,16 +24,19 @@ export function readingSettingRefusal(name: string, value: string | undefined): 
 }
 
 /**
- * Why Postgres may read `sql` differently from the policy's parser while the reading settings in
- * `changed` are not the login's (a function called `set_config`, out of the policy's sight), or
- * undefined when the text reads the same either way: without a backslash, a string ends where it
- * does with standard_conforming_strings on; in pure ASCII, every client encoding Postgres supports
- * reads the same characters.
+ * Why Postgres may read `sql` differently from the policy's parser with the reading settings at
+ * `reading` (as the server last reported them: a function can change them with `set_config`, out
+ * of the policy's sight), or undefined when it reads the same: without a backslash, a string ends
+ * where it does with standard_conforming_strings on; in pure ASCII, every client encoding
+ * Postgres supports reads the same characters.
  */
-export function misreadRefusal(sql: string, changed: ReadonlySet<string>): Refusal | undefined {
-  const name = changed.has('standard_conforming_strings') && sql.includes('\\') ? 'standard_conforming_strings' : changed.has('client_encoding') && !isAscii(sql) ? 'client_encoding' : undefined;
-  if (name === undefined) return undefined;
-  return refusals.changedReading(name);
+export function misreadRefusal(sql: string, reading: ReadonlyMap<string, string>): Refusal | undefined {
+  for (const [name, value] of reading) {
+    if (readingSettingRefusal(name, value) === undefined) continue;
+    const atRisk = name === 'standard_conforming_strings' ? sql.includes('\\') : !isAscii(sql);
+    if (atRisk) return refusals.changedReading(name, value);
+  }
+  return undefined;
 }
 
 function isAscii(s: string): boolean {

@@ -125,7 +125,7 @@ export class RunningStatement {
    * say so. `columns` are then known.
    */
   static async start(session: UpstreamSession, sql: string, types: TypeCatalog, batchRows: number): Promise<{ statement: RunningStatement; columns: Column[]; firstRows: Row[] }> {
-    const reset: Reset = !session.needsReset ? 'none' : session.readingChanged.size === 0 ? 'prefix' : 'alone';
+    const reset: Reset = !session.needsReset ? 'none' : !session.readingChanged ? 'prefix' : 'alone';
     let statement = await RunningStatement.send(session, sql, batchRows, reset);
     if (reset === 'prefix' && statement.error?.code === SqlState.ActiveSqlTransaction && statement.reusable) {
       statement = await RunningStatement.send(session, sql, batchRows, 'alone');

@@ -48,22 +48,36 @@ export interface UpstreamSession {
   needsReset: boolean;
   /**
    * The settings that decide how Postgres reads statement text (standard_conforming_strings,
-   * client_encoding) whose last reported value is not the login's. While any is, Postgres may
-   * read a statement's text differently from the parser that checked it (a function can call
-   * `set_config`, and the policy does not see inside functions): reset before sending text.
+   * client_encoding), as it last reported them (ParameterStatus).
    */
-  readonly readingChanged: Set<string>;
+  readonly reading: Map<string, string>;
+  /**
+   * Whether one of them is no longer what it was at login: a function can change them with
+   * `set_config`, out of the policy's sight, and Postgres may then read a statement's text
+   * differently from the parser that checked it.
+   */
+  readingChanged: boolean;
 }
 
 /** Settings Postgres reports (ParameterStatus) that change how it reads statement text. */
-const READING_SETTINGS = new Set(['standard_conforming_strings', 'client_encoding']);
+const READING_SETTINGS = ['standard_conforming_strings', 'client_encoding'];
 
 /** Takes note of a ParameterStatus the server sent after login (a setting changed or was reset). */
 export function noteParameterStatus(session: UpstreamSession, frame: Buffer): void {
   const { name, value } = decodeParameterStatus(frame);
-  if (!READING_SETTINGS.has(name)) return;
-  if (value === session.parameters.get(name)) session.readingChanged.delete(name);
-  else session.readingChanged.add(name);
+  if (!session.reading.has(name)) return;
+  session.reading.set(name, value);
+  session.readingChanged = false;
+  for (const [n, v] of session.reading) if (v !== session.parameters.get(n)) session.readingChanged = true;
+}
+
+function readingAtLogin(parameters: ReadonlyMap<string, string>): Map<string, string> {
+  const reading = new Map<string, string>();
+  for (const name of READING_SETTINGS) {
+    const value = parameters.get(name);
+    if (value !== undefined) reading.set(name, value);
+  }
+  return reading;
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -215,7 +229,7 @@ function login(socket: Socket, target: UpstreamTarget, params: Readonly<Record<s
           socket.removeAllListeners('error');
           // Errors surface as 'close' to whoever holds the session; an unheard 'error' would crash the process.
           socket.on('error', () => undefined);
-          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, readingChanged: new Set() });
+          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, reading: readingAtLogin(parameters), readingChanged: false });
           return;
         }
         default:

@@ -162,8 +162,7 @@ export class Relay {
 
   /** The decision on `sql`: at once on the hot path (rights and analysis cached), else a Promise the stream blocks on. */
   private decide(sql: string): Decision | Promise<Decision> {
-    const changed = this.upstream?.readingChanged;
-    const misreading = changed?.size ? misread(sql, changed) : undefined;
+    const misreading = this.upstream?.readingChanged ? misread(sql, this.upstream.reading) : undefined;
     if (misreading) return misreading;
     const rights = this.deps.control.peekRights(this.principal.user);
     return rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));

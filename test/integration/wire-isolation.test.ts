@@ -153,6 +153,12 @@ describe('settings that decide how Postgres reads statements', () => {
     await b.query('RESET standard_conforming_strings');
     expect((await b.query("SELECT 'a\\' AS v")).rows).toEqual([{ v: 'a\\' }]);
   });
+
+  it('changed to a value the policy reads alike (SQL_ASCII): nothing is refused', async () => {
+    const b = await connect(bob);
+    await b.query("SET client_encoding = 'SQL_ASCII'");
+    expect((await b.query("SELECT 'é' AS v, 'a\\' AS w")).rows).toEqual([{ v: 'é', w: 'a\\' }]);
+  });
 });
 
 describe('shared repos through the wire', () => {
