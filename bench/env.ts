@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { packageRoot } from '../src/shared/package-root.js';
 import { createLogger } from '../src/shared/logger.js';
-import { startEmbedded } from '../src/upstream/embedded.js';
+import { pgDirOf, runningPostmaster, startEmbedded } from '../src/upstream/embedded.js';
 import { rolePassword } from '../src/upstream/roles.js';
 import { freePort, run, start, waitFor } from './lib/proc.js';
 
@@ -34,7 +34,9 @@ export interface BenchEnv {
   direct: Conn;
   repobase: Conn & { httpUrl: string; pid: number; key: string; workers: number };
   /** The same service limited to one process (`workers` 1): what one event loop reaches. */
-  single: Conn & { httpUrl: string };
+  single: Conn & { httpUrl: string; pid: number };
+  /** The upstream's postmaster: its children are the backends of every target. */
+  postgresPid: number;
   pgbouncer: (Conn & { version: string }) | { unavailable: string };
   stop(): Promise<void>;
 }
@@ -115,7 +117,7 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
     const password = rolePassword(secret, USER);
     const direct: Conn = { host: '127.0.0.1', port: pgPort, user: USER, password, dbname: 'bench' };
     const repobase = { host: '127.0.0.1', port: shipped.wirePort, user: USER, password: key, dbname: REPO, httpUrl: shipped.httpUrl, pid: shipped.pid, key, workers: shipped.workers };
-    const singleConn = { host: '127.0.0.1', port: single.wirePort, user: USER, password: key, dbname: REPO, httpUrl: single.httpUrl };
+    const singleConn = { host: '127.0.0.1', port: single.wirePort, user: USER, password: key, dbname: REPO, httpUrl: single.httpUrl, pid: single.pid };
 
     log('starting PgBouncer');
     const problem = await ensurePgbouncer();
@@ -167,7 +169,9 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
       });
       pgbouncer = { ...conn, version };
     }
-    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, single: singleConn, pgbouncer, stop };
+    const postgresPid = await runningPostmaster(pgDirOf(join(dir, 'upstream')));
+    if (postgresPid === undefined) throw new Error('the upstream postmaster is not running');
+    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, single: singleConn, postgresPid, pgbouncer, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

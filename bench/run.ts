@@ -125,9 +125,9 @@ async function main(): Promise<void> {
     '',
     ...wireTable(results.wire ?? [], env.repobase.workers),
     '',
-    '| REST (32 connections) | req/s | p50 ms | p99 ms | errors |',
-    '|---|---|---|---|---|',
-    ...Object.entries(rest ?? {}).map(([n, r]) => `| ${n} | ${fmt(r.rps.median)} | ${fmt(r.p50.median, 1)} | ${fmt(r.p99.median, 1)} | ${r.errors} |`),
+    '| REST (32 connections) | req/s | p50 ms | p99 ms | errors | CPU µs per request: service / Postgres / load generator |',
+    '|---|---|---|---|---|---|',
+    ...Object.entries(rest ?? {}).map(([n, r]) => `| ${n} | ${fmt(r.rps.median)} | ${fmt(r.p50.median, 1)} | ${fmt(r.p99.median, 1)} | ${r.errors} | ${fmt(r.cpu.service.median)} / ${fmt(r.cpu.postgres.median)} / ${fmt(r.cpu.loadGenerator.median)} |`),
     '',
     typeof results.policy === 'object'
       ? `Policy: ${fmt(results.policy.cachedUs, 2)} µs per decision cached, ${fmt(results.policy.uncachedUs, 1)} µs uncached (${results.policy.statements} client statements).`

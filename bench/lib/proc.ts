@@ -103,3 +103,26 @@ function vmRss(pid: number): number {
 export function rssOf(pid: number): number {
   return childrenOf(pid).reduce((sum, child) => sum + vmRss(child), vmRss(pid));
 }
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU time in µs used so far by a process and its children (Linux /proc): its own user and system
+ * time, its reaped children's (a Postgres backend that ended, counted in the postmaster), and that
+ * of its live children (repobase's workers, Postgres's backends). 0 where /proc is not.
+ */
+export function cpuMicrosOf(pid: number): number {
+  const ticks = (p: number, withReaped: boolean): number => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // Fields 14–17 of stat (utime, stime, cutime, cstime) are 11–14 after the command.
+      return Number(f[11]) + Number(f[12]) + (withReaped ? Number(f[13]) + Number(f[14]) : 0);
+    } catch {
+      return 0; // gone meanwhile
+    }
+  };
+  const total = childrenOf(pid).reduce((sum, child) => sum + ticks(child, false), ticks(pid, true));
+  return (total * 1e6) / TICKS_PER_SECOND;
+}

@@ -76,7 +76,8 @@ async function runAs(): Promise<RunAs> {
   }
 }
 
-function pgDirOf(dataDir: string): string {
+/** Where the cluster of a data dir lives. */
+export function pgDirOf(dataDir: string): string {
   return join(resolve(dataDir), 'pg');
 }
 
