@@ -75,18 +75,24 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, timeo
   throw new Error(`${what} did not come up within ${timeoutMs} ms`);
 }
 
+/**
+ * The fields of /proc/<pid>/stat after the command name (so field 4 of stat, the parent pid, is
+ * index 1), or undefined once the process is gone.
+ */
+function statFields(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
 /** Pids of the processes whose parent is `pid` (Linux /proc). */
 export function childrenOf(pid: number): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) pids.push(Number(entry));
+    if (/^\d+$/.test(entry) && Number(statFields(entry)?.[1]) === pid) pids.push(Number(entry));
   }
   return pids;
 }
@@ -114,14 +120,10 @@ const TICKS_PER_SECOND = 100;
  */
 export function cpuMicrosOf(pid: number): number {
   const ticks = (p: number, withReaped: boolean): number => {
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // Fields 14–17 of stat (utime, stime, cutime, cstime) are 11–14 after the command.
-      return Number(f[11]) + Number(f[12]) + (withReaped ? Number(f[13]) + Number(f[14]) : 0);
-    } catch {
-      return 0; // gone meanwhile
-    }
+    const f = statFields(p);
+    if (!f) return 0; // gone meanwhile
+    // Fields 14–17 of stat (utime, stime, cutime, cstime) are 11–14 here.
+    return Number(f[11]) + Number(f[12]) + (withReaped ? Number(f[13]) + Number(f[14]) : 0);
   };
   const total = childrenOf(pid).reduce((sum, child) => sum + ticks(child, false), ticks(pid, true));
   return (total * 1e6) / TICKS_PER_SECOND;

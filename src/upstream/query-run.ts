@@ -296,8 +296,8 @@ export function parseCommandTag(tag: string): { command: string; rowCount: numbe
  * aligned with it: the second `?column?` becomes `?column?_2`, the third `?column?_3`, skipping
  * names that already exist.
  */
-export function uniqueNames(names: readonly string[]): string[] {
-  if (names.length < 2) return names.slice();
+export function uniqueNames(names: readonly string[]): readonly string[] {
+  if (names.length < 2) return names;
   const taken = new Set(names);
   const seen = new Set<string>();
   return names.map((name) => {
