@@ -37,7 +37,7 @@ export interface BenchEnv {
   single: Conn & { httpUrl: string; pid: number };
   /** The upstream's postmaster: its children are the backends of every target. */
   postgresPid: number;
-  pgbouncer: (Conn & { version: string }) | { unavailable: string };
+  pgbouncer: (Conn & { version: string; pid: number }) | { unavailable: string };
   stop(): Promise<void>;
 }
 
@@ -167,7 +167,7 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
       await waitFor('pgbouncer', async () => (await run('psql', [conninfo(conn), '-Atc', 'SELECT 1'])).stdout.trim() === '1', 15_000).catch((err: unknown) => {
         throw new Error(`${String(err)}\n${bouncer.output()}`);
       });
-      pgbouncer = { ...conn, version };
+      pgbouncer = { ...conn, version, pid: bouncer.child.pid! };
     }
     const postgresPid = await runningPostmaster(pgDirOf(join(dir, 'upstream')));
     if (postgresPid === undefined) throw new Error('the upstream postmaster is not running');

@@ -10,7 +10,7 @@ import { startBenchEnv } from './env.js';
 import { fmt } from './lib/stats.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
 import { runRest, type RestResult } from './scenarios/rest.js';
-import { BARE_RELAY, initPgbench, runWire, type WireResult } from './scenarios/wire.js';
+import { BARE_RELAY, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
 
 interface Targets {
@@ -22,7 +22,7 @@ interface Targets {
 
 const quick = process.argv.includes('--quick');
 const settings = quick
-  ? { rounds: 1, seconds: 1, restSeconds: 1, scale: 1, connections: 1000, uploadMb: 10 }
+  ? { rounds: 1, seconds: 1, restSeconds: 1, scale: 1, connections: 500, uploadMb: 10 }
   : { rounds: 3, seconds: 10, restSeconds: 8, scale: 10, connections: 10_000, uploadMb: 100 };
 const log = (s: string) => process.stderr.write(`· ${s}\n`);
 /** `--only wire,rest` runs just those scenarios (for working on one); the report marks the rest "not run". */
@@ -61,6 +61,25 @@ function wireTable(wire: WireResult[], workers: number): string[] {
   return lines;
 }
 
+/** The wire scenarios with the proxies on cores of their own (see runWireOwnCores). */
+function ownCoresTable(own: OwnCoresResult): string[] {
+  const lines = [
+    `Proxies on cores of their own: pgbench and Postgres on CPU ${own.loadCpus.join(',')}, PgBouncer and repobase (${own.repobaseProcesses} process${own.repobaseProcesses > 1 ? 'es' : ''}) on CPU ${own.proxyCpus.join(',')}, as when the proxy runs on machines apart from the database.`,
+    '',
+    '| scenario | direct TPS | PgBouncer TPS | repobase TPS | repobase latency ms | repobase / direct | repobase / PgBouncer | spread (max−min)/median |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const w of own.results) {
+    const t = w.targets;
+    const tps = (name: string) => t[name]?.tps.median;
+    const spread = Object.entries(t).map(([n, r]) => `${n} ${fmt(r.tps.spreadPct)}%`).join(', ');
+    lines.push(
+      `| ${w.scenario} | ${fmt(tps('direct') ?? NaN)} | ${fmt(tps('pgbouncer') ?? NaN)} | ${fmt(tps('repobase') ?? NaN)} | ${fmt(t.repobase?.latencyMs.median ?? NaN, 3)} | ${fmt(ratio(tps('repobase'), tps('direct')), 2)} | ${fmt(ratio(tps('repobase'), tps('pgbouncer')), 2)} | ${spread} |`,
+    );
+  }
+  return lines;
+}
+
 async function main(): Promise<void> {
   const env = await startBenchEnv(log);
   // An interrupted run still stops what it started (Postgres, repobase, PgBouncer).
@@ -72,6 +91,7 @@ async function main(): Promise<void> {
   }
   const results: {
     wire?: WireResult[];
+    wireOwnCores?: OwnCoresResult | string;
     rest?: RestResult;
     policy?: Awaited<ReturnType<typeof policyBench>>;
     upload?: UploadResult | string;
@@ -81,6 +101,9 @@ async function main(): Promise<void> {
     log(`pgbench -i -s ${settings.scale} through repobase`);
     await initPgbench(env, settings.scale);
     if (wanted('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log);
+    if (wanted('wire-own-cores')) {
+      results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log);
+    }
     if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds }, log);
     if (wanted('policy')) results.policy = await policyBench();
     if (wanted('upload')) {
@@ -93,8 +116,9 @@ async function main(): Promise<void> {
     await env.stop();
   }
 
-  const w = (name: string) => results.wire?.find((x) => x.scenario === name)?.targets;
-  const vsBouncer = (name: string, target = 'repobase') => ratio(w(name)?.[target]?.tps.median, w(name)?.pgbouncer?.tps.median);
+  const own = typeof results.wireOwnCores === 'object' ? results.wireOwnCores : undefined;
+  const w = (name: string, from = results.wire) => from?.find((x) => x.scenario === name)?.targets;
+  const vsBouncer = (name: string, target = 'repobase', from = results.wire) => ratio(w(name, from)?.[target]?.tps.median, w(name, from)?.pgbouncer?.tps.median);
   const rest = results.rest?.targets;
   const restRatio = (target = 'repobase', floor = 'bare fastify+pg') => ratio(rest?.[target]?.rps.median, rest?.[floor]?.rps.median);
   const upload = typeof results.upload === 'object' ? results.upload : undefined;
@@ -114,6 +138,8 @@ async function main(): Promise<void> {
     // The same goals for one process: what a single event loop reaches (reported, not the product).
     ...wireGoals.map(([label, scenario, min]) => goal(`1 process: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, SINGLE))),
     goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process')),
+    // And with the proxies on cores of their own: what the proxy costs when it does not share the database's CPU.
+    ...wireGoals.map(([label, scenario, min]) => goal(`own cores: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, 'repobase', own?.results))),
   ];
 
   const bouncerVersion = 'unavailable' in env.pgbouncer ? `PgBouncer unavailable: ${env.pgbouncer.unavailable}` : env.pgbouncer.version;
@@ -124,6 +150,8 @@ async function main(): Promise<void> {
     `${machine.cores} cores (${machine.cpu}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.pgbouncer}; ${settings.rounds} interleaved rounds, medians; pgbench scale ${settings.scale}, 8 clients, ${settings.seconds} s per run. repobase as shipped runs ${env.repobase.workers} worker processes here (one per core); "1 process" is the same service with \`workers\` 1.`,
     '',
     ...wireTable(results.wire ?? [], env.repobase.workers),
+    '',
+    ...(own ? ownCoresTable(own) : [`Proxies on cores of their own: ${results.wireOwnCores ?? 'not run'}`]),
     '',
     '| REST (32 connections) | req/s | p50 ms | p99 ms | errors | CPU µs per request: service / Postgres / load generator |',
     '|---|---|---|---|---|---|',

@@ -60,7 +60,8 @@ export function start(name: string, cmd: string, args: string[], env: NodeJS.Pro
     output: () => `[${name}] ${out}`,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      // unref: a child that exited in time must not keep the bench alive until the timer fires.
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
       if (child.exitCode === null) child.kill('SIGKILL');
     },
   };
@@ -127,4 +128,23 @@ export function cpuMicrosOf(pid: number): number {
   };
   const total = childrenOf(pid).reduce((sum, child) => sum + ticks(child, false), ticks(pid, true));
   return (total * 1e6) / TICKS_PER_SECOND;
+}
+
+/** A process and all its descendants (Linux /proc): repobase's workers, Postgres's backends, runuser's PgBouncer. */
+export function processTree(pid: number): number[] {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...childrenOf(tree[i]!));
+  return tree;
+}
+
+/**
+ * Restricts a process, its threads and its descendants to `cpus` (`taskset`); children forked
+ * later inherit it (a postmaster's new backends). A descendant that exits meanwhile is skipped.
+ */
+export async function pinTree(pid: number, cpus: readonly number[]): Promise<void> {
+  const list = cpus.join(',');
+  for (const p of processTree(pid)) {
+    const r = await run('taskset', ['-a', '-p', '-c', list, String(p)]);
+    if (r.code !== 0 && p === pid) throw new Error(`taskset could not pin process ${pid} to CPUs ${list}: ${r.stderr.trim()}`);
+  }
 }

@@ -1,11 +1,17 @@
 /**
  * pgbench through each target, interleaved (A B C A B C …) so that the machine's noise falls on
  * every target alike; the ratios of medians are what the report states.
+ *
+ * Twice: with every process free to run on every core (the proxies share them with pgbench and
+ * Postgres), and with the proxies on cores of their own (`taskset`), as when the proxy runs on
+ * other machines than the database — the deployment beyond one machine.
  */
 import { conninfo, type BenchEnv, type Conn } from '../env.js';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
-import { freePort, run, start, waitFor } from '../lib/proc.js';
+import { freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 export interface WireScenario {
@@ -32,8 +38,16 @@ export interface WireResult {
   targets: Record<string, TargetResult>;
 }
 
-async function pgbench(conn: Conn, scenario: WireScenario, seconds: number, clients: number): Promise<{ tps: number; latency: number }> {
-  const r = await run('pgbench', [...scenario.args, '-c', String(clients), '-j', '2', '-T', String(seconds), '-n', conninfo(conn, scenario.tls ? 'require' : 'disable')]);
+interface WireOptions {
+  rounds: number;
+  seconds: number;
+  clients: number;
+}
+
+/** pgbench once; on `cpus` only when given. */
+async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cpus?: readonly number[]): Promise<{ tps: number; latency: number }> {
+  const args = [...scenario.args, '-c', String(opts.clients), '-j', '2', '-T', String(opts.seconds), '-n', conninfo(conn, scenario.tls ? 'require' : 'disable')];
+  const r = cpus ? await run('taskset', ['-c', cpus.join(','), 'pgbench', ...args]) : await run('pgbench', args);
   const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(r.stdout)?.[1]);
   const latency = Number(/latency average = ([\d.]+) ms/.exec(r.stdout)?.[1]);
   const failed = Number(/number of failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0);
@@ -51,7 +65,7 @@ export async function initPgbench(env: BenchEnv, scale: number): Promise<void> {
 /** Name of the reference target: a bare Node relay (bench/bare-relay.ts), the ceiling of any proxy in Node. */
 export const BARE_RELAY = 'bare Node relay';
 
-export async function runWire(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void): Promise<WireResult[]> {
+export async function runWire(env: BenchEnv, opts: WireOptions, log: (s: string) => void): Promise<WireResult[]> {
   const relayPort = await freePort();
   const relay = start('bare-relay', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-relay.js'), String(relayPort), String(env.direct.port)], process.env);
   try {
@@ -62,25 +76,33 @@ export async function runWire(env: BenchEnv, opts: { rounds: number; seconds: nu
   }
 }
 
-async function runAll(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void, bareRelay: Conn): Promise<WireResult[]> {
+function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bareRelay: Conn): Promise<WireResult[]> {
   const targets: [string, Conn][] = [
     ['direct', env.direct],
-    ...('unavailable' in env.pgbouncer ? [] : ([['pgbouncer', env.pgbouncer]] as [string, Conn][])),
+    ...bouncer(env),
     ['repobase', env.repobase],
     ['repobase 1 process', env.single],
     [BARE_RELAY, bareRelay],
   ];
+  // TLS: the bare relay would only pass the direct connection's TLS through.
+  return interleave(WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets), opts, log);
+}
+
+function bouncer(env: BenchEnv): [string, Conn][] {
+  return 'unavailable' in env.pgbouncer ? [] : [['pgbouncer', env.pgbouncer]];
+}
+
+async function interleave(scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
   const results: WireResult[] = [];
-  for (const scenario of WIRE_SCENARIOS) {
-    // TLS: the bare relay would only pass the direct connection's TLS through.
-    const use = scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets;
+  for (const scenario of scenarios) {
+    const use = targetsOf(scenario);
     const samples = new Map(use.map(([n]) => [n, { tps: [] as number[], lat: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const [name, conn] of use) {
-        const r = await pgbench(conn, scenario, opts.seconds, opts.clients);
+        const r = await pgbench(conn, scenario, opts, cpus);
         samples.get(name)!.tps.push(r.tps);
         samples.get(name)!.lat.push(r.latency);
-        log(`${scenario.name} round ${round + 1} ${name}: ${r.tps.toFixed(0)} tps`);
+        log(`${scenario.name}${cpus ? ' (proxies on cores of their own)' : ''} round ${round + 1} ${name}: ${r.tps.toFixed(0)} tps`);
       }
     }
     results.push({
@@ -89,4 +111,57 @@ async function runAll(env: BenchEnv, opts: { rounds: number; seconds: number; cl
     });
   }
   return results;
+}
+
+/** The CPUs this process may run on (Linux: `Cpus_allowed_list` of /proc/self/status), else 0 … n−1. */
+function allowedCpus(): number[] {
+  try {
+    const list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
+    return list.split(',').flatMap((range) => {
+      const [a, b = a] = range.split('-').map(Number);
+      return Array.from({ length: b! - a! + 1 }, (_, i) => a! + i);
+    });
+  } catch {
+    return [...Array(availableParallelism()).keys()];
+  }
+}
+
+export interface OwnCoresResult {
+  /** CPUs of pgbench and Postgres, and of the proxies. */
+  loadCpus: number[];
+  proxyCpus: number[];
+  /** Processes of the repobase measured: one per core it has. */
+  repobaseProcesses: number;
+  results: WireResult[];
+}
+
+/**
+ * The wire scenarios (TLS aside) with pgbench and Postgres on the first half of the cores and the
+ * proxy on the rest: each proxy spends only its own cores, as a proxy on machines of its own
+ * would. repobase runs with one process per core it has. `scenarios` limits the run to the first
+ * few (a smoke run). A reason string when it cannot run.
+ */
+export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scenarios?: number }, log: (s: string) => void): Promise<OwnCoresResult | string> {
+  const cpus = allowedCpus();
+  if (cpus.length < 2) return `needs at least 2 CPUs, this process may use ${cpus.length}`;
+  if ((await run('sh', ['-c', 'command -v taskset'])).code !== 0) return 'taskset (util-linux) is not installed';
+  const proxyCpus = cpus.slice(cpus.length - Math.floor(cpus.length / 2));
+  const loadCpus = cpus.slice(0, cpus.length - proxyCpus.length);
+  const repobase = proxyCpus.length === 1 ? env.single : env.repobase;
+  const proxies = [repobase.pid, ...('unavailable' in env.pgbouncer ? [] : [env.pgbouncer.pid])];
+  try {
+    await pinTree(env.postgresPid, loadCpus);
+    for (const pid of proxies) await pinTree(pid, proxyCpus);
+    const targets: [string, Conn][] = [['direct', env.direct], ...bouncer(env), ['repobase', repobase]];
+    const results = await interleave(
+      WIRE_SCENARIOS.filter((s) => !s.tls).slice(0, opts.scenarios),
+      () => targets,
+      opts,
+      log,
+      loadCpus,
+    );
+    return { loadCpus, proxyCpus, repobaseProcesses: proxyCpus.length === 1 ? 1 : env.repobase.workers, results };
+  } finally {
+    for (const pid of [env.postgresPid, ...proxies]) await pinTree(pid, cpus);
+  }
 }
