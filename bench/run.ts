@@ -9,7 +9,7 @@ import { packageRoot } from '../src/shared/package-root.js';
 import { startBenchEnv } from './env.js';
 import { fmt } from './lib/stats.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
-import { runRest, type RestResult } from './scenarios/rest.js';
+import { runRest, runRestOwnCores, type RestOwnCoresResult, type RestResult } from './scenarios/rest.js';
 import { BARE_RELAY, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
 
@@ -22,8 +22,8 @@ interface Targets {
 
 const quick = process.argv.includes('--quick');
 const settings = quick
-  ? { rounds: 1, seconds: 1, restSeconds: 1, scale: 1, connections: 500, uploadMb: 10 }
-  : { rounds: 3, seconds: 10, restSeconds: 8, scale: 10, connections: 10_000, uploadMb: 100 };
+  ? { rounds: 1, seconds: 1, restSeconds: 1, restWarmupSeconds: 0, scale: 1, connections: 500, uploadMb: 10 }
+  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 2, scale: 10, connections: 10_000, uploadMb: 100 };
 const log = (s: string) => process.stderr.write(`· ${s}\n`);
 /** `--only wire,rest` runs just those scenarios (for working on one); the report marks the rest "not run". */
 const onlyArg = process.argv.indexOf('--only');
@@ -80,6 +80,14 @@ function ownCoresTable(own: OwnCoresResult): string[] {
   return lines;
 }
 
+function restTable(targets: RestResult['targets']): string[] {
+  return [
+    '| REST (32 connections) | req/s | p50 ms | p99 ms | errors | CPU µs per request: service / Postgres / load generator |',
+    '|---|---|---|---|---|---|',
+    ...Object.entries(targets).map(([n, r]) => `| ${n} | ${fmt(r.rps.median)} | ${fmt(r.p50.median, 1)} | ${fmt(r.p99.median, 1)} | ${r.errors} | ${fmt(r.cpu.service.median)} / ${fmt(r.cpu.postgres.median)} / ${fmt(r.cpu.loadGenerator.median)} |`),
+  ];
+}
+
 async function main(): Promise<void> {
   const env = await startBenchEnv(log);
   // An interrupted run still stops what it started (Postgres, repobase, PgBouncer).
@@ -93,6 +101,7 @@ async function main(): Promise<void> {
     wire?: WireResult[];
     wireOwnCores?: OwnCoresResult | string;
     rest?: RestResult;
+    restOwnCores?: RestOwnCoresResult | string;
     policy?: Awaited<ReturnType<typeof policyBench>>;
     upload?: UploadResult | string;
     connections?: ConnectionsResult | string;
@@ -104,7 +113,8 @@ async function main(): Promise<void> {
     if (wanted('wire-own-cores')) {
       results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log);
     }
-    if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds }, log);
+    if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
+    if (wanted('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
     if (wanted('policy')) results.policy = await policyBench();
     if (wanted('upload')) {
       results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
@@ -121,6 +131,7 @@ async function main(): Promise<void> {
   const vsBouncer = (name: string, target = 'repobase', from = results.wire) => ratio(w(name, from)?.[target]?.tps.median, w(name, from)?.pgbouncer?.tps.median);
   const rest = results.rest?.targets;
   const restRatio = (target = 'repobase', floor = 'bare fastify+pg') => ratio(rest?.[target]?.rps.median, rest?.[floor]?.rps.median);
+  const restOwn = typeof results.restOwnCores === 'object' ? results.restOwnCores : undefined;
   const upload = typeof results.upload === 'object' ? results.upload : undefined;
   const conns = typeof results.connections === 'object' ? results.connections : undefined;
   const wireGoals: [string, string, number][] = [
@@ -140,6 +151,7 @@ async function main(): Promise<void> {
     goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process')),
     // And with the proxies on cores of their own: what the proxy costs when it does not share the database's CPU.
     ...wireGoals.map(([label, scenario, min]) => goal(`own cores: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, 'repobase', own?.results))),
+    goal('own cores: REST one-row select vs bare fastify+pg', 0.8, ratio(restOwn?.targets.repobase?.rps.median, restOwn?.targets['bare fastify+pg']?.rps.median)),
   ];
 
   const bouncerVersion = 'unavailable' in env.pgbouncer ? `PgBouncer unavailable: ${env.pgbouncer.unavailable}` : env.pgbouncer.version;
@@ -153,9 +165,15 @@ async function main(): Promise<void> {
     '',
     ...(own ? ownCoresTable(own) : [`Proxies on cores of their own: ${results.wireOwnCores ?? 'not run'}`]),
     '',
-    '| REST (32 connections) | req/s | p50 ms | p99 ms | errors | CPU µs per request: service / Postgres / load generator |',
-    '|---|---|---|---|---|---|',
-    ...Object.entries(rest ?? {}).map(([n, r]) => `| ${n} | ${fmt(r.rps.median)} | ${fmt(r.p50.median, 1)} | ${fmt(r.p99.median, 1)} | ${r.errors} | ${fmt(r.cpu.service.median)} / ${fmt(r.cpu.postgres.median)} / ${fmt(r.cpu.loadGenerator.median)} |`),
+    ...restTable(rest ?? {}),
+    '',
+    ...(restOwn
+      ? [
+          `Routes on cores of their own: autocannon and Postgres on CPU ${restOwn.loadCpus.join(',')}, each route (${restOwn.processes} process${restOwn.processes > 1 ? 'es' : ''}) on CPU ${restOwn.proxyCpus.join(',')}.`,
+          '',
+          ...restTable(restOwn.targets),
+        ]
+      : [`REST with the routes on cores of their own: ${results.restOwnCores ?? 'not run'}`]),
     '',
     typeof results.policy === 'object'
       ? `Policy: ${fmt(results.policy.cachedUs, 2)} µs per decision cached, ${fmt(results.policy.uncachedUs, 1)} µs uncached (${results.policy.statements} client statements).`

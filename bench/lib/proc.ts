@@ -1,6 +1,7 @@
 /** Child processes, ports and memory readings for the benchmark. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { createServer } from 'node:net';
 
 export interface RunResult {
@@ -137,14 +138,43 @@ export function processTree(pid: number): number[] {
   return tree;
 }
 
+/** Restricts a process and all its threads to `cpus` (`taskset`). */
+export async function pinProcess(pid: number, cpus: readonly number[]): Promise<void> {
+  const r = await run('taskset', ['-a', '-p', '-c', cpus.join(','), String(pid)]);
+  if (r.code !== 0) throw new Error(`taskset could not pin process ${pid} to CPUs ${cpus.join(',')}: ${r.stderr.trim()}`);
+}
+
 /**
- * Restricts a process, its threads and its descendants to `cpus` (`taskset`); children forked
- * later inherit it (a postmaster's new backends). A descendant that exits meanwhile is skipped.
+ * Restricts a process, its threads and its descendants to `cpus`; children forked later inherit
+ * it (a postmaster's new backends). A descendant that exits meanwhile is skipped.
  */
 export async function pinTree(pid: number, cpus: readonly number[]): Promise<void> {
-  const list = cpus.join(',');
-  for (const p of processTree(pid)) {
-    const r = await run('taskset', ['-a', '-p', '-c', list, String(p)]);
-    if (r.code !== 0 && p === pid) throw new Error(`taskset could not pin process ${pid} to CPUs ${list}: ${r.stderr.trim()}`);
+  await pinProcess(pid, cpus);
+  for (const p of processTree(pid).slice(1)) await pinProcess(p, cpus).catch(() => undefined);
+}
+
+/** The CPUs this process may run on (Linux: `Cpus_allowed_list` of /proc/self/status), else 0 … n−1. */
+function allowedCpus(): number[] {
+  try {
+    const list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
+    return list.split(',').flatMap((range) => {
+      const [a, b = a] = range.split('-').map(Number);
+      return Array.from({ length: b! - a! + 1 }, (_, i) => a! + i);
+    });
+  } catch {
+    return [...Array(availableParallelism()).keys()];
   }
+}
+
+/**
+ * The CPUs split for the "cores of their own" scenarios: the first half for the load (the load
+ * generator and Postgres), the rest for the proxies; `all` to put everything back. A reason
+ * string where it cannot be done.
+ */
+export async function cpuSplit(): Promise<{ all: number[]; loadCpus: number[]; proxyCpus: number[] } | string> {
+  const all = allowedCpus();
+  if (all.length < 2) return `needs at least 2 CPUs, this process may use ${all.length}`;
+  if ((await run('sh', ['-c', 'command -v taskset'])).code !== 0) return 'taskset (util-linux) is not installed';
+  const proxyCpus = all.slice(all.length - Math.floor(all.length / 2));
+  return { all, loadCpus: all.slice(0, all.length - proxyCpus.length), proxyCpus };
 }

@@ -6,12 +6,15 @@
  * Each run also reports the CPU spent per request by the service's processes, by Postgres and by
  * the load generator (autocannon runs in this process): on a machine whose cores they share, the
  * ratio of two routes follows the ratio of their total CPU per request.
+ *
+ * Then once more with the routes on cores of their own (`taskset`, as in the wire scenarios):
+ * autocannon and Postgres on the first half of the CPUs, each route on the rest.
  */
 import autocannon from 'autocannon';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
 import type { BenchEnv } from '../env.js';
-import { cpuMicrosOf, freePort, start, waitFor } from '../lib/proc.js';
+import { cpuMicrosOf, cpuSplit, freePort, pinProcess, pinTree, start, waitFor } from '../lib/proc.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import { POOL_SIZE } from '../env.js';
 
@@ -49,53 +52,123 @@ async function load(url: string, headers: Record<string, string>, body: string, 
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpu };
 }
 
-export async function runRest(env: BenchEnv, opts: { rounds: number; seconds: number }, log: (s: string) => void): Promise<RestResult> {
+export interface RestOptions {
+  rounds: number;
+  seconds: number;
+  /** Unrecorded load on every target before the rounds. */
+  warmupSeconds: number;
+}
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  pid: number;
+}
+
+const BARE_BODY = JSON.stringify({ query_string: QUERY });
+
+/** The bare fastify+pg route with `processes` processes, up and answering. */
+async function startBare(env: BenchEnv, processes: number): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const { host, port: pgPort, user, password, dbname } = env.direct;
   const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${pgPort}/${dbname}`;
-  const body = JSON.stringify({ query_string: QUERY });
-  const bares: { url: string; pid: number; stop: () => Promise<void> }[] = [];
+  const port = await freePort();
+  const bare = start('bare-rest', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-rest.js'), String(port), url, String(POOL_SIZE), String(processes)], process.env);
+  const route = `http://127.0.0.1:${port}/query`;
   try {
-    for (const processes of [env.repobase.workers, 1]) {
-      const port = await freePort();
-      const bare = start('bare-rest', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-rest.js'), String(port), url, String(POOL_SIZE), String(processes)], process.env);
-      bares.push({ url: `http://127.0.0.1:${port}/query`, pid: bare.child.pid!, stop: bare.stop });
-      await waitFor('bare fastify route', async () => (await fetch(bares.at(-1)!.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).ok);
+    await waitFor('bare fastify route', async () => (await fetch(route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: BARE_BODY })).ok);
+  } catch (err: unknown) {
+    await bare.stop();
+    throw err;
+  }
+  return { url: route, pid: bare.child.pid!, stop: bare.stop };
+}
+
+/** repobase's query endpoint at `httpUrl`, served by the process tree `pid`. */
+function repobaseTarget(env: BenchEnv, name: string, httpUrl: string, pid: number): Target {
+  const body = JSON.stringify({ query_string: `SELECT abalance FROM "bench/pgbench".pgbench_accounts WHERE aid = 4242` });
+  return { name, url: `${httpUrl}/api/v1beta/query/`, headers: { authorization: `Bearer ${env.repobase.key}` }, body, pid };
+}
+
+/** The targets in interleaved rounds; medians and spreads per target. */
+async function measure(env: BenchEnv, targets: Target[], opts: RestOptions, log: (s: string) => void, label = ''): Promise<RestResult['targets']> {
+  const samples = new Map(targets.map((t) => [t.name, { runs: [] as Load[], errors: 0 }]));
+  // A route started just before (the bare one) runs its first seconds unoptimized: warm every target first, unrecorded.
+  if (opts.warmupSeconds > 0) for (const t of targets) await load(t.url, t.headers, t.body, opts.warmupSeconds, { service: t.pid, postgres: env.postgresPid });
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const t of targets) {
+      const r = await load(t.url, t.headers, t.body, opts.seconds, { service: t.pid, postgres: env.postgresPid });
+      const s = samples.get(t.name)!;
+      s.runs.push(r);
+      s.errors += r.errors;
+      const cpu = `CPU µs/request: service ${r.cpu.service.toFixed(0)}, Postgres ${r.cpu.postgres.toFixed(0)}, load generator ${r.cpu.loadGenerator.toFixed(0)}`;
+      log(`REST${label} round ${round + 1} ${t.name}: ${r.rps.toFixed(0)} req/s${r.errors ? `, ${r.errors} errors` : ''}; ${cpu}`);
     }
-    const auth = { authorization: `Bearer ${env.repobase.key}` };
-    const ours = JSON.stringify({ query_string: `SELECT abalance FROM "bench/pgbench".pgbench_accounts WHERE aid = 4242` });
-    const targets: [string, string, Record<string, string>, string, number][] = [
-      ['bare fastify+pg', bares[0]!.url, {}, body, bares[0]!.pid],
-      ['repobase', `${env.repobase.httpUrl}/api/v1beta/query/`, auth, ours, env.repobase.pid],
-      ['bare fastify+pg 1 process', bares[1]!.url, {}, body, bares[1]!.pid],
-      ['repobase 1 process', `${env.single.httpUrl}/api/v1beta/query/`, auth, ours, env.single.pid],
+  }
+  const of = (runs: Load[], pick: (r: Load) => number) => summarize(runs.map(pick));
+  return Object.fromEntries(
+    [...samples].map(([n, { runs, errors }]) => [
+      n,
+      {
+        rps: of(runs, (r) => r.rps),
+        p50: of(runs, (r) => r.p50),
+        p99: of(runs, (r) => r.p99),
+        errors,
+        cpu: { service: of(runs, (r) => r.cpu.service), postgres: of(runs, (r) => r.cpu.postgres), loadGenerator: of(runs, (r) => r.cpu.loadGenerator) },
+      },
+    ]),
+  );
+}
+
+export async function runRest(env: BenchEnv, opts: RestOptions, log: (s: string) => void): Promise<RestResult> {
+  const bares: Awaited<ReturnType<typeof startBare>>[] = [];
+  try {
+    for (const processes of [env.repobase.workers, 1]) bares.push(await startBare(env, processes));
+    const bare = (name: string, b: (typeof bares)[number]): Target => ({ name, url: b.url, headers: {}, body: BARE_BODY, pid: b.pid });
+    const targets = [
+      bare('bare fastify+pg', bares[0]!),
+      repobaseTarget(env, 'repobase', env.repobase.httpUrl, env.repobase.pid),
+      bare('bare fastify+pg 1 process', bares[1]!),
+      repobaseTarget(env, 'repobase 1 process', env.single.httpUrl, env.single.pid),
     ];
-    const samples = new Map(targets.map(([n]) => [n, { runs: [] as Load[], errors: 0 }]));
-    for (let round = 0; round < opts.rounds; round++) {
-      for (const [name, target, headers, b, pid] of targets) {
-        const r = await load(target, headers, b, opts.seconds, { service: pid, postgres: env.postgresPid });
-        const s = samples.get(name)!;
-        s.runs.push(r);
-        s.errors += r.errors;
-        const cpu = `CPU µs/request: service ${r.cpu.service.toFixed(0)}, Postgres ${r.cpu.postgres.toFixed(0)}, load generator ${r.cpu.loadGenerator.toFixed(0)}`;
-        log(`REST round ${round + 1} ${name}: ${r.rps.toFixed(0)} req/s${r.errors ? `, ${r.errors} errors` : ''}; ${cpu}`);
-      }
-    }
-    const of = (runs: Load[], pick: (r: Load) => number) => summarize(runs.map(pick));
-    return {
-      targets: Object.fromEntries(
-        [...samples].map(([n, { runs, errors }]) => [
-          n,
-          {
-            rps: of(runs, (r) => r.rps),
-            p50: of(runs, (r) => r.p50),
-            p99: of(runs, (r) => r.p99),
-            errors,
-            cpu: { service: of(runs, (r) => r.cpu.service), postgres: of(runs, (r) => r.cpu.postgres), loadGenerator: of(runs, (r) => r.cpu.loadGenerator) },
-          },
-        ]),
-      ),
-    };
+    return { targets: await measure(env, targets, opts, log) };
   } finally {
-    for (const bare of bares) await bare.stop();
+    for (const b of bares) await b.stop();
+  }
+}
+
+export interface RestOwnCoresResult extends RestResult {
+  loadCpus: number[];
+  proxyCpus: number[];
+  /** Processes of each route: one per core it has. */
+  processes: number;
+}
+
+/**
+ * The bare route and repobase on cores of their own, autocannon (this process) and Postgres on
+ * the others: what each route costs when it does not share the database's CPU. A reason string
+ * when it cannot run.
+ */
+export async function runRestOwnCores(env: BenchEnv, opts: RestOptions, log: (s: string) => void): Promise<RestOwnCoresResult | string> {
+  const split = await cpuSplit();
+  if (typeof split === 'string') return split;
+  const { all, loadCpus, proxyCpus } = split;
+  const processes = proxyCpus.length === 1 ? 1 : env.repobase.workers;
+  const repobase = processes === 1 ? env.single : env.repobase;
+  const bare = await startBare(env, processes);
+  try {
+    await pinTree(env.postgresPid, loadCpus);
+    await pinProcess(process.pid, loadCpus); // autocannon; not the tree: the services are this process's children
+    for (const pid of [bare.pid, repobase.pid]) await pinTree(pid, proxyCpus);
+    const targets: Target[] = [
+      { name: 'bare fastify+pg', url: bare.url, headers: {}, body: BARE_BODY, pid: bare.pid },
+      repobaseTarget(env, 'repobase', repobase.httpUrl, repobase.pid),
+    ];
+    return { loadCpus, proxyCpus, processes, targets: await measure(env, targets, opts, log, ' (routes on cores of their own)') };
+  } finally {
+    for (const pid of [env.postgresPid, repobase.pid]) await pinTree(pid, all);
+    await pinProcess(process.pid, all);
+    await bare.stop();
   }
 }

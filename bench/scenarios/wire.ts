@@ -7,11 +7,9 @@
  * other machines than the database — the deployment beyond one machine.
  */
 import { conninfo, type BenchEnv, type Conn } from '../env.js';
-import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
-import { freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
+import { cpuSplit, freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 export interface WireScenario {
@@ -113,19 +111,6 @@ async function interleave(scenarios: WireScenario[], targetsOf: (s: WireScenario
   return results;
 }
 
-/** The CPUs this process may run on (Linux: `Cpus_allowed_list` of /proc/self/status), else 0 … n−1. */
-function allowedCpus(): number[] {
-  try {
-    const list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
-    return list.split(',').flatMap((range) => {
-      const [a, b = a] = range.split('-').map(Number);
-      return Array.from({ length: b! - a! + 1 }, (_, i) => a! + i);
-    });
-  } catch {
-    return [...Array(availableParallelism()).keys()];
-  }
-}
-
 export interface OwnCoresResult {
   /** CPUs of pgbench and Postgres, and of the proxies. */
   loadCpus: number[];
@@ -142,11 +127,9 @@ export interface OwnCoresResult {
  * few (a smoke run). A reason string when it cannot run.
  */
 export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scenarios?: number }, log: (s: string) => void): Promise<OwnCoresResult | string> {
-  const cpus = allowedCpus();
-  if (cpus.length < 2) return `needs at least 2 CPUs, this process may use ${cpus.length}`;
-  if ((await run('sh', ['-c', 'command -v taskset'])).code !== 0) return 'taskset (util-linux) is not installed';
-  const proxyCpus = cpus.slice(cpus.length - Math.floor(cpus.length / 2));
-  const loadCpus = cpus.slice(0, cpus.length - proxyCpus.length);
+  const split = await cpuSplit();
+  if (typeof split === 'string') return split;
+  const { all, loadCpus, proxyCpus } = split;
   const repobase = proxyCpus.length === 1 ? env.single : env.repobase;
   const proxies = [repobase.pid, ...('unavailable' in env.pgbouncer ? [] : [env.pgbouncer.pid])];
   try {
@@ -162,6 +145,6 @@ export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scena
     );
     return { loadCpus, proxyCpus, repobaseProcesses: proxyCpus.length === 1 ? 1 : env.repobase.workers, results };
   } finally {
-    for (const pid of [env.postgresPid, ...proxies]) await pinTree(pid, cpus);
+    for (const pid of [env.postgresPid, ...proxies]) await pinTree(pid, all);
   }
 }
