@@ -41,6 +41,14 @@ export interface BenchEnv {
   stop(): Promise<void>;
 }
 
+/**
+ * The repobase to measure on `cores` cores of its own: the one-process service on one core (what
+ * it starts with there), else the service as shipped (one worker per core of the machine).
+ */
+export function repobaseOn(env: BenchEnv, cores: number): { service: BenchEnv['single']; processes: number } {
+  return cores === 1 ? { service: env.single, processes: 1 } : { service: env.repobase, processes: env.repobase.workers };
+}
+
 /** libpq keyword/value string (pgbench, psql). */
 export function conninfo(c: Conn, sslmode: 'disable' | 'require' = 'disable'): string {
   const q = (v: string | number) => `'${String(v).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;

@@ -13,10 +13,9 @@
 import autocannon from 'autocannon';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
-import type { BenchEnv } from '../env.js';
+import { POOL_SIZE, repobaseOn, type BenchEnv } from '../env.js';
 import { cpuMicrosOf, cpuSplit, freePort, pinProcess, pinTree, start, waitFor } from '../lib/proc.js';
 import { summarize, type Summary } from '../lib/stats.js';
-import { POOL_SIZE } from '../env.js';
 
 /** CPU µs per request, by whom. */
 export interface RestCpu {
@@ -141,7 +140,7 @@ export async function runRest(env: BenchEnv, opts: RestOptions, log: (s: string)
 export interface RestOwnCoresResult extends RestResult {
   loadCpus: number[];
   proxyCpus: number[];
-  /** Processes of each route: one per core it has. */
+  /** Processes of each route: as many as repobase has there (see repobaseOn). */
   processes: number;
 }
 
@@ -154,8 +153,7 @@ export async function runRestOwnCores(env: BenchEnv, opts: RestOptions, log: (s:
   const split = await cpuSplit();
   if (typeof split === 'string') return split;
   const { all, loadCpus, proxyCpus } = split;
-  const processes = proxyCpus.length === 1 ? 1 : env.repobase.workers;
-  const repobase = processes === 1 ? env.single : env.repobase;
+  const { service: repobase, processes } = repobaseOn(env, proxyCpus.length);
   const bare = await startBare(env, processes);
   try {
     await pinTree(env.postgresPid, loadCpus);

@@ -6,7 +6,7 @@
  * Postgres), and with the proxies on cores of their own (`taskset`), as when the proxy runs on
  * other machines than the database — the deployment beyond one machine.
  */
-import { conninfo, type BenchEnv, type Conn } from '../env.js';
+import { conninfo, repobaseOn, type BenchEnv, type Conn } from '../env.js';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
 import { cpuSplit, freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
@@ -115,7 +115,7 @@ export interface OwnCoresResult {
   /** CPUs of pgbench and Postgres, and of the proxies. */
   loadCpus: number[];
   proxyCpus: number[];
-  /** Processes of the repobase measured: one per core it has. */
+  /** Processes of the repobase measured (see repobaseOn). */
   repobaseProcesses: number;
   results: WireResult[];
 }
@@ -123,14 +123,14 @@ export interface OwnCoresResult {
 /**
  * The wire scenarios (TLS aside) with pgbench and Postgres on the first half of the cores and the
  * proxy on the rest: each proxy spends only its own cores, as a proxy on machines of its own
- * would. repobase runs with one process per core it has. `scenarios` limits the run to the first
+ * would (repobase as `repobaseOn` picks it). `scenarios` limits the run to the first
  * few (a smoke run). A reason string when it cannot run.
  */
 export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scenarios?: number }, log: (s: string) => void): Promise<OwnCoresResult | string> {
   const split = await cpuSplit();
   if (typeof split === 'string') return split;
   const { all, loadCpus, proxyCpus } = split;
-  const repobase = proxyCpus.length === 1 ? env.single : env.repobase;
+  const { service: repobase, processes } = repobaseOn(env, proxyCpus.length);
   const proxies = [repobase.pid, ...('unavailable' in env.pgbouncer ? [] : [env.pgbouncer.pid])];
   try {
     await pinTree(env.postgresPid, loadCpus);
@@ -143,7 +143,7 @@ export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scena
       log,
       loadCpus,
     );
-    return { loadCpus, proxyCpus, repobaseProcesses: proxyCpus.length === 1 ? 1 : env.repobase.workers, results };
+    return { loadCpus, proxyCpus, repobaseProcesses: processes, results };
   } finally {
     for (const pid of [env.postgresPid, ...proxies]) await pinTree(pid, all);
   }
