@@ -16,13 +16,15 @@ export interface WireScenario {
   name: string;
   args: string[];
   tls: boolean;
+  /** It writes: each run starts from the same tables (see `resetTables`). */
+  writes?: boolean;
 }
 
 export const WIRE_SCENARIOS: WireScenario[] = [
   { name: 'pgbench -S -M prepared', args: ['-S', '-M', 'prepared'], tls: false },
   { name: 'pgbench -S -M simple', args: ['-S', '-M', 'simple'], tls: false },
   { name: 'pgbench -S -M extended', args: ['-S', '-M', 'extended'], tls: false },
-  { name: 'pgbench TPC-B -M simple', args: ['-M', 'simple'], tls: false },
+  { name: 'pgbench TPC-B -M simple', args: ['-M', 'simple'], tls: false, writes: true },
   { name: 'pgbench -S -M prepared, TLS', args: ['-S', '-M', 'prepared'], tls: true },
 ];
 
@@ -55,6 +57,17 @@ async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cp
   return { tps, latency };
 }
 
+/**
+ * What pgbench does before a run unless told `-n`: vacuum the two small tables every transaction
+ * updates and empty the history. Done here, on the direct connection, so that no target's run
+ * inherits the dead rows of the runs before it (the targets run in the same order every round:
+ * without this, the later ones ran on ever more bloated tables until autovacuum came by).
+ */
+async function resetTables(direct: Conn): Promise<void> {
+  const r = await run('psql', [conninfo(direct), '-v', 'ON_ERROR_STOP=1', '-qc', 'VACUUM pgbench_branches, pgbench_tellers', '-c', 'TRUNCATE pgbench_history']);
+  if (r.code !== 0) throw new Error(`resetting the pgbench tables failed: ${r.stderr}`);
+}
+
 export async function initPgbench(env: BenchEnv, scale: number): Promise<void> {
   const r = await run('pgbench', ['-i', '-s', String(scale), '-q', conninfo(env.repobase)]);
   if (r.code !== 0) throw new Error(`pgbench -i failed: ${r.stderr}`);
@@ -83,20 +96,21 @@ function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bare
     [BARE_RELAY, bareRelay],
   ];
   // TLS: the bare relay would only pass the direct connection's TLS through.
-  return interleave(WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets), opts, log);
+  return interleave(env, WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets), opts, log);
 }
 
 function bouncer(env: BenchEnv): [string, Conn][] {
   return 'unavailable' in env.pgbouncer ? [] : [['pgbouncer', env.pgbouncer]];
 }
 
-async function interleave(scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
+async function interleave(env: BenchEnv, scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
   const results: WireResult[] = [];
   for (const scenario of scenarios) {
     const use = targetsOf(scenario);
     const samples = new Map(use.map(([n]) => [n, { tps: [] as number[], lat: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const [name, conn] of use) {
+        if (scenario.writes) await resetTables(env.direct);
         const r = await pgbench(conn, scenario, opts, cpus);
         samples.get(name)!.tps.push(r.tps);
         samples.get(name)!.lat.push(r.latency);
@@ -137,6 +151,7 @@ export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scena
     for (const pid of proxies) await pinTree(pid, proxyCpus);
     const targets: [string, Conn][] = [['direct', env.direct], ...bouncer(env), ['repobase', repobase]];
     const results = await interleave(
+      env,
       WIRE_SCENARIOS.filter((s) => !s.tls).slice(0, opts.scenarios),
       () => targets,
       opts,
