@@ -130,8 +130,8 @@ async function main(): Promise<void> {
   const w = (name: string, from = results.wire) => from?.find((x) => x.scenario === name)?.targets;
   const vsBouncer = (name: string, target = 'repobase', from = results.wire) => ratio(w(name, from)?.[target]?.tps.median, w(name, from)?.pgbouncer?.tps.median);
   const rest = results.rest?.targets;
-  const restRatio = (target = 'repobase', floor = 'bare fastify+pg') => ratio(rest?.[target]?.rps.median, rest?.[floor]?.rps.median);
   const restOwn = typeof results.restOwnCores === 'object' ? results.restOwnCores : undefined;
+  const restRatio = (target = 'repobase', floor = 'bare fastify+pg', from = rest) => ratio(from?.[target]?.rps.median, from?.[floor]?.rps.median);
   const upload = typeof results.upload === 'object' ? results.upload : undefined;
   const conns = typeof results.connections === 'object' ? results.connections : undefined;
   const wireGoals: [string, string, number][] = [
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
     goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process')),
     // And with the proxies on cores of their own: what the proxy costs when it does not share the database's CPU.
     ...wireGoals.map(([label, scenario, min]) => goal(`own cores: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, 'repobase', own?.results))),
-    goal('own cores: REST one-row select vs bare fastify+pg', 0.8, ratio(restOwn?.targets.repobase?.rps.median, restOwn?.targets['bare fastify+pg']?.rps.median)),
+    goal('own cores: REST one-row select vs bare fastify+pg', 0.8, restRatio('repobase', 'bare fastify+pg', restOwn?.targets)),
   ];
 
   const bouncerVersion = 'unavailable' in env.pgbouncer ? `PgBouncer unavailable: ${env.pgbouncer.unavailable}` : env.pgbouncer.version;

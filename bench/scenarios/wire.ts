@@ -96,21 +96,22 @@ function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bare
     [BARE_RELAY, bareRelay],
   ];
   // TLS: the bare relay would only pass the direct connection's TLS through.
-  return interleave(env, WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets), opts, log);
+  return interleave(env.direct, WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets), opts, log);
 }
 
 function bouncer(env: BenchEnv): [string, Conn][] {
   return 'unavailable' in env.pgbouncer ? [] : [['pgbouncer', env.pgbouncer]];
 }
 
-async function interleave(env: BenchEnv, scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
+/** Each scenario through its targets in interleaved rounds; writing scenarios reset their tables on `direct` before every run. */
+async function interleave(direct: Conn, scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
   const results: WireResult[] = [];
   for (const scenario of scenarios) {
     const use = targetsOf(scenario);
     const samples = new Map(use.map(([n]) => [n, { tps: [] as number[], lat: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const [name, conn] of use) {
-        if (scenario.writes) await resetTables(env.direct);
+        if (scenario.writes) await resetTables(direct);
         const r = await pgbench(conn, scenario, opts, cpus);
         samples.get(name)!.tps.push(r.tps);
         samples.get(name)!.lat.push(r.latency);
@@ -151,7 +152,7 @@ export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scena
     for (const pid of proxies) await pinTree(pid, proxyCpus);
     const targets: [string, Conn][] = [['direct', env.direct], ...bouncer(env), ['repobase', repobase]];
     const results = await interleave(
-      env,
+      env.direct,
       WIRE_SCENARIOS.filter((s) => !s.tls).slice(0, opts.scenarios),
       () => targets,
       opts,
