@@ -23,9 +23,10 @@ const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
   ...expressionHandlers,
 ]);
 
-function newFacts(node: Json): StatementFacts {
+function newFacts(node: Json, start = 0): StatementFacts {
   const kind = nodeOf(node)?.[0] ?? 'unknown';
   return {
+    start,
     kind,
     command: handlers.get(kind)?.command ?? kind.replace(/Stmt$/, ''),
     refs: [],
@@ -84,7 +85,7 @@ export function analyse(sql: string): Analysis {
     const offsets = offsetsOf(sql);
     const texts = parsed.statements.map((raw) => ({ node: raw.node, ...statementText(sql, raw, offsets) }));
     const statements = texts.map(({ node, start, end }) => {
-      const facts = newFacts(node);
+      const facts = newFacts(node, start);
       walk(facts, node, { offsets, path: null, body: false, text: sql.slice(start, end) });
       return facts;
     });

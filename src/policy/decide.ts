@@ -26,27 +26,16 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   let path = session.searchPath;
   let changes: SessionChange[] | undefined;
   for (const facts of analysis.statements) {
-    if (facts.refusal !== null) return deny(facts.refusal);
-    if (facts.schema !== null) {
-      if (count > 1) return deny(alone(facts));
-      return schemaCommand(facts.schema, rights);
-    }
-    for (const ref of facts.refs) {
-      const refusal = checkRef(ref, rights, ref.path ?? path);
-      if (refusal !== null) return deny(refusal);
-    }
-    for (const functionPath of facts.functionPaths) {
-      const refusal = checkSearchPath(functionPath, rights);
-      if (refusal !== null) return deny(refusal);
-    }
-    for (const channel of facts.channels) {
-      const refusal = checkChannel(channel, rights);
-      if (refusal !== null) return deny(refusal);
+    if (facts.schema !== null && facts.refusal === null) return count > 1 ? deny(alone(facts)) : schemaCommand(facts.schema, rights);
+    const refusal = check(facts, rights, path);
+    if (refusal !== null) {
+      // The statements ahead may run first, as in Postgres, unless they changed the session
+      // (the front end would not follow) or the seed rule rewrote the string.
+      const ahead = facts.start > 0 && changes === undefined && analysis.rewrite === null;
+      return ahead ? { kind: 'deny', error: toError(refusal), refusedAt: facts.start } : deny(refusal);
     }
     for (const setting of facts.settings) {
       if (setting.kind === 'search_path') {
-        const refusal = checkSearchPath(setting.value, rights);
-        if (refusal !== null) return deny(refusal);
         path = setting.value;
         (changes ??= []).push({ kind: 'search_path', value: setting.value });
       } else {
@@ -58,6 +47,29 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   const done = changes ?? noChanges;
   if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite, changes: done, statements: count };
   return { kind: 'allow', changes: done, statements: count };
+}
+
+/** One statement against the rights, with the search path in force when it runs: its refusal, or null. */
+function check(facts: StatementFacts, rights: Rights, path: readonly string[]): Refusal | null {
+  if (facts.refusal !== null) return facts.refusal;
+  for (const ref of facts.refs) {
+    const refusal = checkRef(ref, rights, ref.path ?? path);
+    if (refusal !== null) return refusal;
+  }
+  for (const functionPath of facts.functionPaths) {
+    const refusal = checkSearchPath(functionPath, rights);
+    if (refusal !== null) return refusal;
+  }
+  for (const channel of facts.channels) {
+    const refusal = checkChannel(channel, rights);
+    if (refusal !== null) return refusal;
+  }
+  for (const setting of facts.settings) {
+    if (setting.kind !== 'search_path') continue;
+    const refusal = checkSearchPath(setting.value, rights);
+    if (refusal !== null) return refusal;
+  }
+  return null;
 }
 
 function alone(facts: StatementFacts): Refusal {

@@ -47,6 +47,8 @@ export type SchemaCommand =
   | { kind: 'drop'; names: string[]; ifExists: boolean; cascade: boolean };
 
 export interface StatementFacts {
+  /** Where the statement starts in the query string (UTF-16 index). */
+  start: number;
   /** Parse node type of the statement, e.g. `SelectStmt`. */
   kind: string;
   /** Command as users name it, e.g. `SELECT`, `CREATE TABLE`. */

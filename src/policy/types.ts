@@ -40,7 +40,17 @@ export type HandledAction =
 export type Decision =
   | { kind: 'allow'; changes: readonly SessionChange[]; statements: number }
   | { kind: 'rewrite'; sql: string; changes: readonly SessionChange[]; statements: number }
-  | { kind: 'deny'; error: PgError }
+  | {
+      kind: 'deny';
+      error: PgError;
+      /**
+       * Where the refused statement starts, when it is not the first of the string (UTF-16
+       * index): the statements before it are allowed, and Postgres would run them before it
+       * reached the refused one. Absent when nothing ahead of it may run (it is the first, the
+       * whole string is refused, or a statement ahead of it changes the session).
+       */
+      refusedAt?: number;
+    }
   | { kind: 'handled'; action: HandledAction; commandTag: string };
 
 export interface PolicyOptions {

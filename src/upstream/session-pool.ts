@@ -111,7 +111,7 @@ export class SessionPool {
     const key = this.key(role, params);
     const n = this.count.get(role) ?? 0;
     if (n >= this.opts.maxPerRole) {
-      await this.waitForRoom(role);
+      if (!this.closeIdle(role)) await this.waitForRoom(role);
       return this.acquire(role, params);
     }
     this.count.set(role, n + 1);
@@ -124,6 +124,25 @@ export class SessionPool {
       this.decrement(role);
       throw err;
     }
+  }
+
+  /**
+   * Closes the role's longest-idle session (it has other start-up settings: one with these would
+   * have been taken), making room for a new one; false when the role has no idle session. Idle
+   * sessions of one set of settings must not keep a client with other settings waiting.
+   */
+  private closeIdle(role: string): boolean {
+    const prefix = role + '\0';
+    let oldest: { key: string; list: Idle[] } | undefined;
+    for (const [key, list] of this.idle) {
+      if (!key.startsWith(prefix) || list.length === 0) continue;
+      if (!oldest || list[0]!.since < oldest.list[0]!.since) oldest = { key, list };
+    }
+    if (!oldest) return false;
+    const { session } = oldest.list.shift()!;
+    if (oldest.list.length === 0) this.idle.delete(oldest.key);
+    this.destroy(role, session);
+    return true;
   }
 
   /** Resolves when a session of `role` is released or closed; 53300 after `waitMs`. */

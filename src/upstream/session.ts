@@ -11,6 +11,7 @@ import { clientProof, saltedPassword, scramAttributes, serverSignature, hmac } f
 import {
   BackendCode,
   FrameReader,
+  buildCancelRequest,
   buildPasswordMessage,
   buildSaslInitialResponse,
   buildSaslResponse,
@@ -57,6 +58,27 @@ export interface UpstreamSession {
    * differently from the parser that checked it.
    */
   readingChanged: boolean;
+}
+
+/** Where a CancelRequest for one upstream backend goes, and the key it needs. */
+export interface CancelTarget {
+  host: string;
+  port: number;
+  processId: number;
+  secretKey: number;
+}
+
+/**
+ * Asks Postgres to cancel what one backend is running: a CancelRequest on a connection of its
+ * own, as libpq sends it. Resolves true once sent, false if the server could not be reached.
+ */
+export function cancelUpstream(target: CancelTarget): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: target.host, port: target.port }, () => socket.end(buildCancelRequest(target.processId, target.secretKey)));
+    socket.on('close', (hadError) => resolve(!hadError));
+    socket.on('error', () => resolve(false));
+    socket.setTimeout(5_000, () => socket.destroy());
+  });
 }
 
 /** Settings Postgres reports (ParameterStatus) that change how it reads statement text. */

@@ -8,8 +8,7 @@
  * one holding it forwards it.
  */
 import { randomInt, timingSafeEqual } from 'node:crypto';
-import { connect } from 'node:net';
-import { buildCancelRequest } from '../protocol/index.js';
+import { cancelUpstream, type CancelTarget } from '../upstream/session.js';
 
 /** The other processes of the service, which may hold the client a cancel is meant for. */
 export interface CancelPeers {
@@ -21,7 +20,7 @@ export interface CancelPeers {
 
 interface Target {
   secret: number;
-  upstream: () => { host: string; port: number; processId: number; secretKey: number } | undefined;
+  upstream: () => CancelTarget | undefined;
 }
 
 export class CancelRegistry {
@@ -69,12 +68,6 @@ export class CancelRegistry {
   /** Forwards a cancel if it matches a live client of this process; resolves when sent. */
   private cancelHere(processId: number, secretKey: number): Promise<boolean> {
     const up = this.matches(processId, secretKey) ? this.targets.get(processId)!.upstream() : undefined;
-    if (!up) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const socket = connect({ host: up.host, port: up.port }, () => socket.end(buildCancelRequest(up.processId, up.secretKey)));
-      socket.on('close', () => resolve(true));
-      socket.on('error', () => resolve(false));
-      socket.setTimeout(5_000, () => socket.destroy());
-    });
+    return up ? cancelUpstream(up) : Promise.resolve(false);
   }
 }

@@ -5,8 +5,15 @@
  *
  * Response order: the client must see answers in the order it sent its requests, also when it
  * pipelines. `queue` holds one entry per request awaiting an answer: `upstream` entries complete
- * with the upstream's ReadyForQuery, `local` entries are answers the proxy makes itself (a
- * denial) and are written as soon as every entry before them has completed.
+ * with the upstream's ReadyForQuery, `local` entries are answers the proxy makes itself and are
+ * written as soon as every entry before them has completed.
+ *
+ * A statement the proxy refuses must fail the transaction as an error from Postgres would
+ * (ReadyForQuery `E`, 25P02 after it, COMMIT answered ROLLBACK, savepoints, the implicit
+ * transaction of an extended-protocol batch rolled back). Unless nothing is in flight and no
+ * transaction is open — then the refusal is answered at once — the upstream runs a stand-in in
+ * the refused statement's place that fails the same way, and the proxy's error replaces the
+ * stand-in's in the answers.
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
@@ -29,18 +36,34 @@ import {
 } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
-import { noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
+import { cancelUpstream, noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
 
 /** Stands in for the upstream before the session is attached; nothing is ever added to it. */
 const NO_UPSTREAM = new Run(undefined);
 
 const NO_CHANGES: readonly SessionChange[] = [];
 
+/** Named in every stand-in, so the upstream's error for one is known (and its log says why). */
+const STAND_IN = 'statement refused by repobase';
+const STAND_IN_BYTES = Buffer.from(STAND_IN);
+/**
+ * Errors Postgres reports while reading a statement, before it looks at the transaction: also in
+ * a failed transaction. Their stand-in is itself unreadable. Every other refusal stands for an
+ * error Postgres would report after that check, so its stand-in fails at name lookup, and in a
+ * failed transaction the client gets Postgres' own 25P02, as it would without the proxy.
+ */
+const READING_ERRORS: ReadonlySet<string> = new Set([SqlState.SyntaxError, SqlState.CharacterNotInRepertoire, SqlState.ProgramLimitExceeded, SqlState.StatementTooComplex]);
+
+/** SQL that fails upstream as `error` would have failed there. */
+function standIn(error: PgError): string {
+  return READING_ERRORS.has(error.code) ? `"${STAND_IN}"` : `SELECT FROM pg_catalog."${STAND_IN}"`;
+}
+
 interface Pending {
-  /** Frames the proxy adds right before the ReadyForQuery that completes this entry. */
-  before?: Buffer;
   changes: readonly SessionChange[];
   failed: boolean;
+  /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's. */
+  refusal: Buffer | undefined;
 }
 
 type Entry = { kind: 'upstream'; p: Pending } | { kind: 'local'; frames: Buffer[] };
@@ -59,7 +82,7 @@ export class Relay {
   private batchForwarded = false;
   private batchChanges: SessionChange[] | undefined; // allocated only when a statement changes the session
   private discarding = false;
-  private deniedError: Buffer | undefined;
+  private batchRefusal: Buffer | undefined;
   // A decision in flight (large statement parsed off-thread, or a handled statement).
   private blocked = false;
   private readonly backlog: Frame[] = [];
@@ -67,6 +90,8 @@ export class Relay {
   private upstreamFatal = false;
   private upstream: UpstreamSession | undefined;
   private toUpstream: Run = NO_UPSTREAM;
+  /** Resolves when every request sent upstream has been answered. */
+  private onDrained: (() => void) | undefined;
 
   /**
    * @param acquire takes the upstream session, on the client's first message (so idle clients
@@ -123,6 +148,7 @@ export class Relay {
   };
 
   private readonly onClientFrame = (code: number, frame: Buffer): void => {
+    if (this.finished) return;
     if (this.blocked) {
       this.backlog.push({ code, frame });
       return;
@@ -145,7 +171,7 @@ export class Relay {
       case FrontendCode.Sync:
         return this.onSync(frame);
       case FrontendCode.FunctionCall:
-        return this.answer(new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' }));
+        return this.refuse(new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' }));
       case FrontendCode.Terminate:
         return this.end(true);
       case FrontendCode.CopyData:
@@ -168,12 +194,14 @@ export class Relay {
     return rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
   }
 
+  /** Holds the client's frames back until `work` is done (they wait in `backlog`). */
   private block(work: Promise<void>): void {
     this.blocked = true;
     this.client.pause();
     work
-      .catch((err: unknown) => this.answer(this.toClientError(err)))
+      .catch((err: unknown) => this.finished || this.refuse(this.toClientError(err)))
       .then(() => {
+        if (this.finished) return; // the client left: what it sent after is not run
         this.blocked = false;
         while (!this.blocked && this.backlog.length > 0) {
           const f = this.backlog.shift()!;
@@ -191,31 +219,41 @@ export class Relay {
     try {
       sql = decodeQuery(frame);
     } catch (err: unknown) {
-      return this.answer(this.statementError(err)); // invalid UTF-8 (22021): a statement error, as in Postgres
+      return this.refuse(this.statementError(err)); // invalid UTF-8 (22021): a statement error, as in Postgres
     }
     const d = this.decide(sql);
-    if (d instanceof Promise) return this.block(d.then((decided) => this.applyQuery(frame, decided)));
-    this.applyQuery(frame, d);
+    if (d instanceof Promise) return this.later(d, (decided) => this.applyQuery(frame, sql, decided));
+    this.applyQuery(frame, sql, d);
   }
 
-  private applyQuery(frame: Buffer, d: Decision): void {
+  /** Applies a decision made off the hot path, unless the client has left meanwhile. */
+  private later(d: Promise<Decision>, apply: (d: Decision) => void): void {
+    this.block(
+      d.then((decided) => {
+        if (!this.finished) apply(decided);
+      }),
+    );
+  }
+
+  private applyQuery(frame: Buffer, sql: string, d: Decision): void {
     switch (d.kind) {
       case 'allow':
         this.toUpstream.add(frame);
-        return this.expectUpstream({ changes: d.changes, failed: false });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined });
       case 'rewrite':
         this.toUpstream.write(buildQuery(d.sql));
-        return this.expectUpstream({ changes: d.changes, failed: false });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined });
       case 'deny':
-        return this.answer(d.error);
+        return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt));
       case 'handled':
         return this.block(this.handle(d));
     }
   }
 
   private async handle(d: Extract<Decision, { kind: 'handled' }>): Promise<void> {
+    await this.drained(); // the transaction status is known once everything before has been answered
     if (this.status !== 'I') {
-      return this.answer(new PgError('25001', `${d.commandTag} of a repo cannot run inside a transaction block`, { hint: 'creating and dropping repos takes effect at once; run it outside BEGIN … COMMIT' }));
+      return this.refuse(new PgError('25001', `${d.commandTag} of a repo cannot run inside a transaction block`, { hint: 'creating and dropping repos takes effect at once; run it outside BEGIN … COMMIT' }));
     }
     const { action } = d;
     const ref = { owner: action.owner, repo: action.repo };
@@ -238,7 +276,7 @@ export class Relay {
       return this.denyBatch(this.statementError(err));
     }
     const d = this.decide(parse.sql);
-    if (d instanceof Promise) return this.block(d.then((decided) => this.applyParse(frame, parse, decided)));
+    if (d instanceof Promise) return this.later(d, (decided) => this.applyParse(frame, parse, decided));
     this.applyParse(frame, parse, d);
   }
 
@@ -253,40 +291,43 @@ export class Relay {
         if (d.changes.length) (this.batchChanges ??= []).push(...d.changes);
         return this.toUpstream.write(buildParse(parse.name, d.sql, parse.paramTypes));
       case 'deny':
-        return this.denyBatch(d.error);
+        return this.denyBatch(d.error, parse.name);
       case 'handled':
         return this.denyBatch(
           new PgError(SqlState.FeatureNotSupported, `${d.commandTag} of a repo needs the simple query protocol`, {
             hint: "send it without parameters (psql, or a driver's simple query), or use POST /api/v1beta/repos/",
           }),
+          parse.name,
         );
     }
   }
 
-  /** A denied Parse: Postgres' own behaviour — an error, then everything up to Sync is ignored. */
-  private denyBatch(error: PgError): void {
+  /**
+   * A refused Parse: Postgres' own behaviour — an error, then everything up to Sync is ignored.
+   * When the batch may run in a transaction (one is open, or statements of the batch or before it
+   * went upstream), the stand-in Parse, under the client's statement name, fails it upstream.
+   */
+  private denyBatch(error: PgError, name = ''): void {
     this.discarding = true;
     const frame = buildErrorResponse(error);
-    if (!this.batchForwarded && this.queue.length === 0) {
-      this.toClient.write(frame); // nothing before it is outstanding: tell the client at once
-    } else {
-      this.deniedError = frame;
+    if (!this.batchForwarded && this.queue.length === 0 && this.status === 'I') {
+      this.toClient.write(frame); // nothing to fail and nothing outstanding: tell the client at once
+      return;
     }
+    this.toUpstream.write(buildParse(name, standIn(error)));
+    this.batchForwarded = true;
+    this.batchRefusal = frame;
   }
 
   private onSync(frame: Buffer): void {
-    if (!this.discarding) {
-      this.toUpstream.add(frame);
-      this.expectUpstream({ changes: this.batchChanges ?? NO_CHANGES, failed: false });
-    } else if (this.batchForwarded) {
-      // Earlier messages of this batch went upstream: their answers come first, then the denial.
-      this.toUpstream.add(frame);
-      this.expectUpstream({ changes: [], failed: false, ...(this.deniedError && { before: this.deniedError }) });
+    if (this.discarding && !this.batchForwarded) {
+      this.respond([]); // refused at once, nothing went upstream
     } else {
-      this.respond(this.deniedError ? [this.deniedError] : []);
+      this.toUpstream.add(frame);
+      this.expectUpstream({ changes: this.discarding ? NO_CHANGES : (this.batchChanges ?? NO_CHANGES), failed: false, refusal: this.batchRefusal });
     }
     this.discarding = false;
-    this.deniedError = undefined;
+    this.batchRefusal = undefined;
     this.batchForwarded = false;
     this.batchChanges = undefined;
   }
@@ -295,9 +336,22 @@ export class Relay {
     this.queue.push({ kind: 'upstream', p });
   }
 
-  /** An error answered by the proxy itself, ending with ReadyForQuery. */
-  private answer(error: PgError): void {
-    this.respond([buildErrorResponse(error)]);
+  /**
+   * A statement (simple protocol) the proxy refuses. With no transaction open and nothing in
+   * flight the error is answered at once; otherwise the upstream runs `ahead` (the statements of
+   * the string Postgres would run before the refused one) and a stand-in that fails in its place.
+   */
+  private refuse(error: PgError, ahead = ''): void {
+    const frame = buildErrorResponse(error);
+    if ((ahead === '' && this.queue.length === 0 && this.status === 'I') || !this.upstream) return this.respond([frame]);
+    this.toUpstream.write(buildQuery(ahead + standIn(error)));
+    this.expectUpstream({ changes: NO_CHANGES, failed: false, refusal: frame });
+  }
+
+  /** Resolves once every request sent upstream has been answered. */
+  private drained(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.onDrained = resolve));
   }
 
   /** Frames plus ReadyForQuery, in their place in the response order. */
@@ -327,7 +381,14 @@ export class Relay {
     if (code === BackendCode.ParameterStatus) noteParameterStatus(this.upstream!, frame);
     if (code === BackendCode.ErrorResponse) {
       const head = this.queue[0];
-      if (head?.kind === 'upstream') head.p.failed = true;
+      if (head?.kind === 'upstream') {
+        head.p.failed = true;
+        if (head.p.refusal !== undefined && frame.includes(STAND_IN_BYTES)) {
+          this.toClient.write(head.p.refusal);
+          head.p.refusal = undefined;
+          return;
+        }
+      }
       if (frame.includes('SFATAL')) this.upstreamFatal = true;
     }
     this.toClient.add(frame);
@@ -337,15 +398,17 @@ export class Relay {
     this.status = String.fromCharCode(frame[5]!) as TransactionStatus;
     this.upstream!.status = this.status;
     const head = this.queue.shift();
-    if (head?.kind === 'upstream') {
-      if (head.p.before && !head.p.failed) this.toClient.write(head.p.before);
-      if (!head.p.failed) this.apply(head.p.changes);
-    }
+    if (head?.kind === 'upstream' && !head.p.failed) this.apply(head.p.changes);
     this.toClient.add(frame);
     while (this.queue[0]?.kind === 'local') {
       const local = this.queue.shift() as Extract<Entry, { kind: 'local' }>;
       for (const f of local.frames) this.toClient.write(f);
       this.toClient.write(buildReadyForQuery(this.status));
+    }
+    if (this.queue.length === 0 && this.onDrained) {
+      const drained = this.onDrained;
+      this.onDrained = undefined;
+      drained();
     }
   }
 
@@ -388,16 +451,24 @@ export class Relay {
     this.end(false);
   };
 
-  /** Detaches from both sockets; the upstream session is reusable only if nothing is in flight. */
+  /**
+   * Detaches from both sockets. The upstream session is reusable only if nothing is in flight;
+   * a statement still running is cancelled (nobody is left to read its answer) and the session
+   * closed, so it is released at once whatever the client left behind.
+   */
   private end(clientLeft: boolean): void {
     if (this.finished) return;
     this.finished = true;
     this.toClient.flush();
     this.client.off('data', this.onClientData);
-    this.upstream?.socket.off('data', this.onUpstreamData);
-    this.upstream?.socket.off('close', this.onUpstreamClose);
+    this.backlog.length = 0;
+    const upstream = this.upstream;
+    upstream?.socket.off('data', this.onUpstreamData);
+    upstream?.socket.off('close', this.onUpstreamClose);
     if (!this.client.destroyed) this.client.end();
-    const clean = clientLeft && this.queue.length === 0 && !this.blocked && this.status === 'I' && this.upstream?.socket.destroyed === false;
-    this.onEnd(this.upstream, clean);
+    const alive = upstream !== undefined && !upstream.socket.destroyed;
+    if (alive && this.queue.length > 0) void cancelUpstream(upstream);
+    const clean = clientLeft && alive && this.queue.length === 0 && !this.blocked && this.status === 'I';
+    this.onEnd(upstream, clean);
   }
 }
