@@ -6,7 +6,7 @@ import {
   MAX_STARTUP_BYTES,
   RequestCode,
 } from './codes.js';
-import { describeCode, protocolViolation } from './protocol-error.js';
+import { describeCode, protocolViolation, withoutAnswer } from './protocol-error.js';
 
 /**
  * Called once per complete message. `frame` is the whole message, header included. It is a view
@@ -135,6 +135,7 @@ export class FrameReader {
       const available = end - pos;
       if (this.startup) {
         if (available < STARTUP_HEADER) {
+          if (available >= 4) this.checkStartupLength(chunk.readInt32BE(pos)); // as Postgres, which reads the length first
           this.stashHead(chunk, pos);
           break;
         }
@@ -172,6 +173,7 @@ export class FrameReader {
       if (chunk.length < need) {
         chunk.copy(this.head, this.headLength);
         this.headLength += chunk.length;
+        if (this.startup && this.headLength >= 4) this.checkStartupLength(this.head.readInt32BE(0));
         return -1;
       }
       chunk.copy(this.head, this.headLength, 0, need);
@@ -231,9 +233,7 @@ export class FrameReader {
   /** Validates a startup-phase header at `pos`; returns the whole message size. */
   private checkStartupHeader(buf: Buffer, pos: number): number {
     const length = buf.readInt32BE(pos);
-    if (length < STARTUP_HEADER || length > this.maxStartupBytes) {
-      throw this.fail(`invalid length of startup packet: ${length}`);
-    }
+    this.checkStartupLength(length);
     const request = buf.readInt32BE(pos + 4);
     switch (request) {
       case RequestCode.SSLRequest:
@@ -249,6 +249,13 @@ export class FrameReader {
         }
         return length;
       }
+    }
+  }
+
+  private checkStartupLength(length: number): void {
+    if (length < STARTUP_HEADER || length > this.maxStartupBytes) {
+      // Not a Postgres client (or a Terminate sent before start-up): Postgres only logs it.
+      throw withoutAnswer(this.fail(`invalid length of startup packet: ${length}`));
     }
   }
 

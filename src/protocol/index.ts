@@ -13,5 +13,5 @@ export * from './decode-backend.js';
 export * from './build-backend.js';
 export * from './build-startup.js';
 export * from './build-frontend.js';
-export { protocolViolation } from './protocol-error.js';
+export { isWithoutAnswer, protocolViolation, withoutAnswer } from './protocol-error.js';
 export { LOCALIZED_SEVERITY_KEY, RAW_SEVERITY_KEY } from './error-fields.js';

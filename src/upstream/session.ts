@@ -164,7 +164,11 @@ function transport(target: UpstreamTarget): Promise<Socket> {
   });
 }
 
-function login(socket: Socket, target: UpstreamTarget, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+/**
+ * Logs in on a connection already made to `target` (TLS, if any, already in place): the
+ * StartupMessage, authentication, and everything up to the first ReadyForQuery.
+ */
+export function login(socket: Socket, target: UpstreamTarget, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
   return new Promise((resolve, reject) => {
     const reader = new FrameReader({ source: 'backend' });
     const parameters = new Map<string, string>();

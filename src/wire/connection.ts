@@ -24,6 +24,7 @@ import {
   buildParameterStatus,
   buildReadyForQuery,
   decodeStartup,
+  isWithoutAnswer,
   type StartupMessage,
 } from '../protocol/index.js';
 import { FrameQueue } from './frame-queue.js';
@@ -52,9 +53,18 @@ function isLoopback(address: string | undefined): boolean {
   return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || (address?.startsWith('127.') ?? false);
 }
 
-/** `repobase` → no repo; `alice/sales` → that repo as the search path; anything else is refused. */
-function repoOfDatabase(database: string, serviceDatabase: string): string[] | undefined {
-  if (database === serviceDatabase) return undefined;
+/**
+ * Database names clients pick by default: libpq's is the user's own name; pgAdmin, DBeaver and
+ * `psql -l` ask for `postgres`, some tools for `template1`. All reach the service database.
+ */
+const DEFAULT_DATABASES: ReadonlySet<string> = new Set(['postgres', 'template1']);
+
+/**
+ * `repobase` (or a default name) → no repo; `alice/sales` → that repo as the search path;
+ * anything else is refused.
+ */
+function repoOfDatabase(database: string, serviceDatabase: string, user: string): string[] | undefined {
+  if (database === serviceDatabase || database === user || DEFAULT_DATABASES.has(database)) return undefined;
   const slash = database.indexOf('/');
   if (slash > 0 && !userNameProblem(database.slice(0, slash)) && !repoNameProblem(database.slice(slash + 1))) return [database];
   throw fatal(SqlState.InvalidCatalogName, `database "${database}" does not exist`, `connect to database "${serviceDatabase}", or to a repo as "<user>/<repo>"`);
@@ -68,24 +78,67 @@ interface Started {
   tls: boolean;
 }
 
-/** Reads start-up requests until the StartupMessage; undefined when the connection was a cancel. */
-async function readStartup(raw: Socket, deps: WireDeps): Promise<Started | undefined> {
+/** The first chunk a client sends, left unread (the connection paused); undefined if it closes first. */
+function peek(socket: Socket): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const onData = (chunk: Buffer) => {
+      done();
+      socket.pause();
+      socket.unshift(chunk);
+      resolve(chunk);
+    };
+    const onEnd = () => {
+      done();
+      resolve(undefined);
+    };
+    const done = () => {
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      socket.off('close', onEnd);
+    };
+    socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.once('close', onEnd);
+  });
+}
+
+/** A TLS handshake's first byte (a handshake record): a client negotiating TLS directly. */
+const TLS_HANDSHAKE = 0x16;
+
+function startTls(raw: Socket, deps: WireDeps): TLSSocket {
+  const secure = new TLSSocket(raw, { isServer: true, secureContext: deps.tls.context, ALPNProtocols: ['postgresql'] });
+  secure.on('error', () => secure.destroy());
+  secure.setNoDelay?.(true);
+  return secure;
+}
+
+/**
+ * Reads start-up requests until the StartupMessage; undefined when the connection was a cancel
+ * or closed before sending one. TLS comes either after an SSLRequest, or at once (Postgres 17's
+ * `sslnegotiation=direct`: the first bytes are a TLS handshake, which must name the
+ * `postgresql` protocol in ALPN, as Postgres requires).
+ */
+async function readStartup(raw: Socket, deps: WireDeps, encrypted: (socket: TLSSocket) => void): Promise<Started | undefined> {
+  const first = await peek(raw);
+  if (!first) return undefined;
+  const direct = first[0] === TLS_HANDSHAKE;
   let socket: Socket = raw;
-  let tls = false;
+  if (direct) encrypted((socket = startTls(raw, deps)));
+  let tls = direct;
   let reader = new FrameReader({ source: 'frontend', startup: true });
   let queue = new FrameQueue(socket, reader);
   for (;;) {
     const { frame } = await queue.next();
+    if (direct && (socket as TLSSocket).alpnProtocol !== 'postgresql') {
+      throw fatal(SqlState.ProtocolViolation, 'received direct SSL connection request without ALPN protocol negotiation extension', 'connect with sslnegotiation=postgres, or a client that names "postgresql" in ALPN');
+    }
     const msg = decodeStartup(frame);
     switch (msg.kind) {
       case 'ssl_request': {
         if (tls) throw fatal(SqlState.ProtocolViolation, 'SSLRequest over an encrypted connection');
         queue.detach();
         socket.write(SSL_YES);
-        const secure = new TLSSocket(raw, { isServer: true, secureContext: deps.tls.context, ALPNProtocols: ['postgresql'] });
-        secure.on('error', () => secure.destroy());
-        secure.setNoDelay?.(true);
-        socket = secure;
+        encrypted((socket = startTls(raw, deps)));
         tls = true;
         reader = new FrameReader({ source: 'frontend', startup: true });
         queue = new FrameQueue(socket, reader);
@@ -116,7 +169,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     socket.destroy();
   }, deps.config.pgStartupTimeoutMs);
   try {
-    const started = await readStartup(raw, deps);
+    const started = await readStartup(raw, deps, (secure) => (socket = secure)); // errors go over TLS from then on
     if (!started) return;
     socket = started.socket;
     const { reader, queue, startup } = started;
@@ -126,7 +179,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     }
     const user = startup.params.user;
     if (!user) throw fatal(SqlState.InvalidAuthorizationSpecification, 'no user name specified in the startup packet');
-    const repoPath = repoOfDatabase(startup.params.database || deps.config.serviceDatabase, deps.config.serviceDatabase);
+    const repoPath = repoOfDatabase(startup.params.database || user, deps.config.serviceDatabase, user);
     const upstreamParams = upstreamStartup(startup.params, repoPath);
     if (active() > deps.config.pgMaxConnections) throw fatal(SqlState.TooManyConnections, 'sorry, too many clients already');
     if (deps.config.pgAuthMethod === 'password' && !started.tls && !(deps.config.pgCleartextLoopback && isLoopback(raw.remoteAddress))) {
@@ -162,6 +215,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     if (deps.config.pgIdleTimeoutMs > 0) idleTimeout(socket, relay, deps.config.pgIdleTimeoutMs);
   } catch (err: unknown) {
     clearTimeout(timer);
+    if (isWithoutAnswer(err)) return void socket.destroy();
     const e = err instanceof PgError ? err : internalError();
     if (!(err instanceof PgError)) log.error({ err }, 'wire start-up failed');
     if (!socket.destroyed) socket.end(buildErrorResponse(e, 'FATAL'));

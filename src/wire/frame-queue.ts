@@ -5,7 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import { PgError, SqlState } from '../shared/errors.js';
-import type { FrameReader } from '../protocol/index.js';
+import { withoutAnswer, type FrameReader } from '../protocol/index.js';
 
 export interface Frame {
   code: number;
@@ -23,7 +23,7 @@ export class FrameQueue {
       this.fail(err);
     }
   };
-  private readonly onEnd = () => this.fail(new PgError(SqlState.ConnectionFailure, 'the client closed the connection'));
+  private readonly onEnd = () => this.fail(withoutAnswer(new PgError(SqlState.ConnectionFailure, 'the client closed the connection')));
 
   constructor(
     private readonly socket: Socket,
@@ -32,6 +32,7 @@ export class FrameQueue {
     socket.on('data', this.onData);
     socket.on('close', this.onEnd);
     socket.on('end', this.onEnd);
+    socket.resume(); // a connection whose first bytes were peeked at is paused
   }
 
   private deliver(f: Frame): void {

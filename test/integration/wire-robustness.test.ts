@@ -59,9 +59,9 @@ async function stillServing(): Promise<void> {
 }
 
 describe('malformed input', () => {
-  it('garbage instead of a startup packet: 08P01, connection closed', async () => {
+  it('garbage instead of a startup packet: closed without an answer, as Postgres does', async () => {
     const data = await exchange([Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')], svc.pgPort);
-    expect(firstError(data)).toBe('08P01');
+    expect(data.length).toBe(0);
     await stillServing();
   });
 
@@ -72,9 +72,9 @@ describe('malformed input', () => {
     expect(firstError(await exchange([packet], svc.pgPort))).toBe('08P01');
   });
 
-  it('a startup length below the minimum: 08P01', async () => {
+  it('a startup length below the minimum: closed without an answer, as Postgres does', async () => {
     const packet = Buffer.from([0, 0, 0, 4, 0, 3, 0, 0]);
-    expect(firstError(await exchange([packet], svc.pgPort))).toBe('08P01');
+    expect((await exchange([packet], svc.pgPort)).length).toBe(0);
   });
 
   it('a client announcing a 1 GB message is refused on the header, without buffering', async () => {

@@ -179,3 +179,17 @@ describe('a statement refused by the proxy fails the transaction as in Postgres'
     });
   }
 });
+
+describe('refusals Postgres has no counterpart for fail the transaction alike', () => {
+  it('a statement over the size limit (54000) inside a transaction', async () => {
+    const proxied = await RawClient.connect({ host: '127.0.0.1', port: svc.pgPort, database: 'repobase', user: alice.name, password: alice.key });
+    try {
+      await run(proxied, `${alice.name}/proxied`, []);
+      const huge = `SELECT '${'x'.repeat(svc.config.maxStatementBytes)}'`;
+      const answers = await proxied.send([q('BEGIN'), q('INSERT INTO t VALUES (1)'), q(huge), q('INSERT INTO t VALUES (2)'), q('COMMIT'), q('SELECT count(*) FROM t')], 6);
+      expect(answers.map((a) => a.replace(/^(E \w{5}) .*/, '$1'))).toEqual(['C BEGIN', 'Z T', 'C INSERT 0 1', 'Z T', 'E 54000', 'Z E', 'E 25P02', 'Z E', 'C ROLLBACK', 'Z I', 'T count', 'D 0', 'C SELECT 1', 'Z I']);
+    } finally {
+      proxied.close();
+    }
+  });
+});

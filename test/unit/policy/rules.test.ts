@@ -239,3 +239,25 @@ describe('session changes', () => {
     ['RESET search_path; SELECT * FROM t', changes({ kind: 'reset_search_path' }), readonlyDefault],
   ]);
 });
+
+describe('where a refused statement starts in a multi-statement string', () => {
+  const at = async (sql: string): Promise<number | undefined> => {
+    const d = await decide(sql);
+    expect(d.kind).toBe('deny');
+    return d.kind === 'deny' ? d.refusedAt : undefined;
+  };
+
+  test('after allowed statements: their end, so they can run first', async () => {
+    const sql = 'INSERT INTO "alice/sales".t VALUES (1); SELECT * FROM "bob/secret".x';
+    expect(sql.slice(0, await at(sql))).toBe('INSERT INTO "alice/sales".t VALUES (1);');
+    const unicode = "SELECT 'ü😀'; SELECT * FROM \"bob/secret\".x";
+    expect(unicode.slice(0, await at(unicode))).toBe("SELECT 'ü😀';");
+  });
+
+  test('absent when nothing may run ahead of it', async () => {
+    expect(await at('SELECT * FROM "bob/secret".x; SELECT 1')).toBeUndefined(); // it is the first
+    expect(await at('SELECT 1; SELEC 2')).toBeUndefined(); // the whole string does not parse
+    expect(await at('SET search_path = "alice/sales"; SELECT * FROM "bob/secret".x')).toBeUndefined(); // the session changed
+    expect(await at('ALTER TABLE "alice/sales".t ALTER c TYPE int; SELECT * FROM "bob/secret".x')).toBeUndefined(); // rewritten
+  });
+});
