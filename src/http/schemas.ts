@@ -27,6 +27,10 @@ export const RepoName = Type.String({
 });
 export const UserName = Type.String({ pattern: '^[a-z][a-z0-9_]{1,38}$', description: 'user name' });
 
+export const Access = Type.Union([Type.Literal('own'), Type.Literal('write'), Type.Literal('read')], {
+  description: "the caller's access: own, write (collaborator), read (collaborator or public)",
+});
+
 export const Repo = Type.Object(
   {
     name: Type.String({ description: '<owner>/<repo>, also the schema name in SQL' }),
@@ -35,6 +39,7 @@ export const Repo = Type.Object(
     is_private: Type.Boolean(),
     description: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
+    permission: Access,
   },
   { $id: 'Repo' },
 );
@@ -53,7 +58,13 @@ export const RepoDetail = Type.Object(
   { $id: 'RepoDetail' },
 );
 
+export type RepoDetail = Static<typeof RepoDetail>;
+
 export const RepoList = Type.Object({ repos: Type.Array(Repo) });
+export type RepoList = Static<typeof RepoList>;
+export const RepoListQuery = Type.Object({
+  include: Type.Optional(Type.Literal('shared', { description: 'also the repos shared with you (each with your permission)' })),
+});
 
 export const CreateRepo = Type.Object({
   name: Type.String({
@@ -78,7 +89,9 @@ export const CollaboratorParams = Type.Object({ owner: UserName, repo: RepoName,
 export const Permission = Type.Union([Type.Literal('read'), Type.Literal('write')]);
 export const SetCollaborator = Type.Object({ permission: Permission });
 export const Collaborator = Type.Object({ user: Type.String(), permission: Permission });
+export type Collaborator = Static<typeof Collaborator>;
 export const CollaboratorList = Type.Object({ collaborators: Type.Array(Collaborator) });
+export type CollaboratorList = Static<typeof CollaboratorList>;
 
 export const KeyInfo = Type.Object({
   id: Type.String({ description: 'public key id, used to revoke it' }),
@@ -86,12 +99,44 @@ export const KeyInfo = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Nullable(Type.String({ format: 'date-time' })),
 });
+export type KeyInfo = Static<typeof KeyInfo>;
 export const KeyList = Type.Object({ keys: Type.Array(KeyInfo) });
+export type KeyList = Static<typeof KeyList>;
 export const NewKey = Type.Object({
   id: Type.String(),
   prefix: Type.String(),
   key: Type.String({ description: 'the whole API key; shown this once, never stored' }),
 });
+export type NewKey = Static<typeof NewKey>;
+
+/** Sign-up and log-in of a person (the web console); API clients use keys. */
+export const Credentials = Type.Object({
+  username: UserName,
+  password: Type.String({ minLength: 10, maxLength: 1024, description: 'at least 10 characters' }),
+});
+export type Credentials = Static<typeof Credentials>;
+
+/**
+ * Who is calling. With a session cookie, `csrf_token` must be sent back in the `X-CSRF-Token`
+ * header of every request that changes something; with a Bearer key it is null.
+ */
+export const SessionInfo = Type.Object(
+  {
+    user: Type.String(),
+    csrf_token: Nullable(Type.String()),
+  },
+  { $id: 'Session' },
+);
+export type SessionInfo = Static<typeof SessionInfo>;
+
+/** Where clients connect: what the Connect dialog puts in connection strings. */
+export const ConnectionInfo = Type.Object({
+  pg_host: Type.String({ description: 'host name for the Postgres wire protocol' }),
+  pg_port: Type.Integer(),
+  api_url: Type.String({ description: 'base URL of the REST API, e.g. http://127.0.0.1:8080/api/v1beta' }),
+  service_database: Type.String({ description: 'database name of the service (repos are also databases "<user>/<repo>")' }),
+});
+export type ConnectionInfo = Static<typeof ConnectionInfo>;
 export const KeyParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]{12}$' }) });
 
 export const QueryRequest = Type.Object({
