@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { Command } from 'commander';
-import { createLogger, type Logger } from '../shared/logger.js';
+import { createLogger, serverLogDestination, type Logger } from '../shared/logger.js';
 import { workerCount } from '../workers/messages.js';
 import { startPrimary, type RunningService } from '../workers/primary.js';
 import type { CliContext, ConfigOf } from './context.js';
@@ -16,21 +16,22 @@ export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
     const config = configOf(cmd);
     if (cluster.isWorker) {
       const { runWorker } = await import('../workers/worker.js');
-      const code = await runWorker(config, createLogger(config.logLevel).child({ worker: cluster.worker!.id }));
+      const code = await runWorker(config, createLogger(config.logLevel, await serverLogDestination()).child({ worker: cluster.worker!.id }));
       if (code !== 0) process.exitCode = code;
       return;
     }
-    const log = createLogger(config.logLevel);
+    const log = createLogger(config.logLevel, await serverLogDestination());
     const count = workerCount(config);
     const service: RunningService = count > 1 ? await startPrimary(config, log, count) : await (await import('../main.js')).startService(config, log);
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     ctx.out(
       [
         `repobase is running${count > 1 ? ` (${count} workers)` : ''}`,
+        `  console:   ${service.httpUrl}/`,
         `  REST API:  ${service.httpUrl}/api/v1beta/`,
         `  Postgres:  postgresql://<user>:<API_KEY>@${host}:${service.pgPort}/${config.serviceDatabase}?sslmode=require`,
         `  health:    ${service.httpUrl}/healthz`,
-        '  a user and its first API key: repobase user create <name>',
+        '  sign up in the console, or make a user and its first API key: repobase user create <name>',
         '',
       ].join('\n'),
     );

@@ -22,6 +22,16 @@ export function createLogger(level: LevelWithSilent, destination?: pino.Destinat
   return destination ? pino(options, destination) : pino(options);
 }
 
+/**
+ * Where a server process logs: readable lines (pino-pretty) when stdout is a terminal, JSON lines
+ * otherwise (files, pipes, log collectors). pino-pretty is loaded only for a terminal.
+ */
+export async function serverLogDestination(): Promise<pino.DestinationStream | undefined> {
+  if (!process.stdout.isTTY) return undefined;
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname', sync: true });
+}
+
 /** SQL in debug logs is cut to 1 KB. */
 export function sqlForLog(sql: string): string {
   return sql.length > 1024 ? sql.slice(0, 1024) + '…' : sql;

@@ -1,0 +1,60 @@
+/**
+ * A real browser for the console's tests: Debian's Chromium driven by playwright-core (never a
+ * downloaded browser), screenshots of every page under test-results/, and axe-core run in the page.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+
+/** The browser the tests drive; Debian's `chromium` package by default. */
+export const CHROMIUM = process.env.REPOBASE_TEST_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Flags that keep Chromium from reaching for a network this machine does not have. */
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+
+export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`no browser at ${CHROMIUM}: run 'bash scripts/install-test-tools.sh' as root (it installs Debian's chromium), or set REPOBASE_TEST_CHROMIUM`);
+  }
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+}
+
+/** Where a test file's screenshots go: test-results/screenshots/<suite>/. */
+export function screenshotDir(suite: string): string {
+  return join(process.cwd(), 'test-results', 'screenshots', suite);
+}
+
+/** Saves a full-page screenshot as `<dir>/<name>.png`; returns its path. */
+export async function screenshot(page: Page, dir: string, name: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+let axeSource: string | undefined;
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: unknown[];
+}
+
+/**
+ * Runs axe-core in the page (evaluated through the browser's debugging protocol, so the page's
+ * CSP, which allows no inline script, is untouched) and asserts no serious or critical violation.
+ */
+export async function expectAccessible(page: Page, what: string): Promise<void> {
+  axeSource ??= await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(axeSource);
+  // A string, not a function: the test's transpiled code is not what runs in the page.
+  const violations = (await page.evaluate(
+    'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target) })))',
+  )) as AxeViolation[];
+  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad, `${what}: ${JSON.stringify(bad, null, 1)}`).toEqual([]);
+}
