@@ -28,8 +28,8 @@ export function createLogger(level: LevelWithSilent, destination?: pino.Destinat
  */
 export async function serverLogDestination(): Promise<pino.DestinationStream | undefined> {
   if (!process.stdout.isTTY) return undefined;
-  const { default: pretty } = await import('pino-pretty');
-  return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname', sync: true });
+  const { build } = await import('pino-pretty');
+  return build({ colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname', sync: true });
 }
 
 /** SQL in debug logs is cut to 1 KB. */
