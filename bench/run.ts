@@ -12,6 +12,7 @@ import { runConnections, type ConnectionsResult } from './scenarios/connections.
 import { runRest, runRestOwnCores, type RestOwnCoresResult, type RestResult } from './scenarios/rest.js';
 import { BARE_RELAY, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
+import { runWeb, type WebResult } from './scenarios/web.js';
 
 interface Targets {
   name: string;
@@ -22,8 +23,8 @@ interface Targets {
 
 const quick = process.argv.includes('--quick');
 const settings = quick
-  ? { rounds: 1, seconds: 1, restSeconds: 1, restWarmupSeconds: 0, scale: 1, connections: 500, uploadMb: 10 }
-  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 2, scale: 10, connections: 10_000, uploadMb: 100 };
+  ? { rounds: 1, seconds: 1, restSeconds: 1, restWarmupSeconds: 0, scale: 1, connections: 500, uploadMb: 10, logins: 3 }
+  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 2, scale: 10, connections: 10_000, uploadMb: 100, logins: 20 };
 const log = (s: string) => process.stderr.write(`· ${s}\n`);
 /** `--only wire,rest` runs just those scenarios (for working on one); the report marks the rest "not run". */
 const onlyArg = process.argv.indexOf('--only');
@@ -105,6 +106,7 @@ async function main(): Promise<void> {
     policy?: Awaited<ReturnType<typeof policyBench>>;
     upload?: UploadResult | string;
     connections?: ConnectionsResult | string;
+    web?: WebResult | string;
   } = {};
   try {
     log(`pgbench -i -s ${settings.scale} through repobase`);
@@ -122,6 +124,7 @@ async function main(): Promise<void> {
     if (wanted('connections')) {
       results.connections = await runConnections(env, settings.connections, log).catch((err: unknown) => `connections failed: ${(err as Error).message}`);
     }
+    if (wanted('web')) results.web = await runWeb(env, { logins: settings.logins }, log).catch((err: unknown) => `web failed: ${(err as Error).message}`);
   } finally {
     await env.stop();
   }
@@ -134,6 +137,7 @@ async function main(): Promise<void> {
   const restRatio = (target = 'repobase', floor = 'bare fastify+pg', from = rest) => ratio(from?.[target]?.rps.median, from?.[floor]?.rps.median);
   const upload = typeof results.upload === 'object' ? results.upload : undefined;
   const conns = typeof results.connections === 'object' ? results.connections : undefined;
+  const web = typeof results.web === 'object' ? results.web : undefined;
   const wireGoals: [string, string, number][] = [
     ['-S -M prepared', 'pgbench -S -M prepared', 1],
     ['TPC-B -M simple', 'pgbench TPC-B -M simple', 1],
@@ -146,6 +150,7 @@ async function main(): Promise<void> {
     goal('REST one-row select vs bare fastify+pg', 0.8, restRatio()),
     { name: 'upload with inference vs psql \\copy', target: '≥ 0.5', ratio: upload?.ratio ?? NaN, passed: (upload?.ratio ?? 0) >= 0.5 },
     { name: 'idle connections: KB RSS each', target: '< 20', ratio: conns ? conns.bytesPerConnection / 1024 : NaN, passed: conns ? conns.bytesPerConnection < 20 * 1024 : false },
+    { name: 'web: first page JavaScript, KB gzipped', target: '≤ 150', ratio: web ? web.firstPageJsGzip / 1024 : NaN, passed: web ? web.firstPageJsGzip <= 150 * 1024 : false },
     // The same goals for one process: what a single event loop reaches (reported, not the product).
     ...wireGoals.map(([label, scenario, min]) => goal(`1 process: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, SINGLE))),
     goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process')),
@@ -185,6 +190,11 @@ async function main(): Promise<void> {
     conns
       ? `Idle connections: ${fmt(conns.connections)} authenticated wire clients, ${fmt(conns.bytesPerConnection / 1024, 1)} KB RSS each (${fmt(conns.rssBeforeMb)} → ${fmt(conns.rssAfterMb)} MB), opened in ${fmt(conns.secondsToOpen, 1)} s; a query on a fresh connection ${conns.freshQueryAnswers ? 'answers' : 'does NOT answer'}.`
       : `Idle connections: ${String(results.connections ?? 'not run')}`,
+    web
+      ? `Web console: first page ${fmt(web.firstPageJsGzip / 1024, 1)} KB of JavaScript gzipped (all assets: ${Object.entries(web.assets)
+          .map(([n, b]) => `${n} ${fmt(b / 1024, 1)} KB`)
+          .join(', ')}); log-in to the repo list rendered in Chromium p50 ${fmt(web.loginToList.median)} ms (min ${fmt(web.loginToList.min)}, max ${fmt(web.loginToList.max)}, ${web.loginToList.samples.length} log-ins).`
+      : `Web console: ${String(results.web ?? 'not run')}`,
     '',
     '| target | goal | measured | |',
     '|---|---|---|---|',

@@ -2,25 +2,13 @@
  * A real browser for the console's tests: Debian's Chromium driven by playwright-core (never a
  * downloaded browser), screenshots of every page under test-results/, and axe-core run in the page.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
 
-/** The browser the tests drive; Debian's `chromium` package by default. */
-export const CHROMIUM = process.env.REPOBASE_TEST_CHROMIUM ?? '/usr/bin/chromium';
-
-/** Flags that keep Chromium from reaching for a network this machine does not have. */
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
-
-export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`no browser at ${CHROMIUM}: run 'bash scripts/install-test-tools.sh' as root (it installs Debian's chromium), or set REPOBASE_TEST_CHROMIUM`);
-  }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
-}
+export { CHROMIUM, launchBrowser } from '../../bench/lib/browser.js';
 
 /** Where a test file's screenshots go: test-results/screenshots/<suite>/. */
 export function screenshotDir(suite: string): string {
