@@ -6,13 +6,15 @@ RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bench ./bench
+COPY web ./web
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \
     REPOBASE_DATA_DIR=/data \
     REPOBASE_HOST=0.0.0.0
-# The embedded Postgres refuses to run as root: the service runs as `repobase`, which also runs Postgres.
+# The service runs as an unprivileged user, `repobase`, which also runs the embedded Postgres
+# (as root the service would run Postgres as a system user `postgres` instead).
 RUN groupadd --system repobase && useradd --system --gid repobase --home-dir /app repobase \
     && mkdir -p /data && chown repobase:repobase /data
 WORKDIR /app
