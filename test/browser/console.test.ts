@@ -157,7 +157,7 @@ describe('the web console', () => {
   it('Connect → API / SDK → Create key: the key works at once with psql and the REST API, and is shown once', async () => {
     const { page } = alice;
     await page.goto(`/${alice.name}/sales`);
-    await page.getByRole('button', { name: 'Connect' }).first().click();
+    await page.getByRole('main').getByRole('button', { name: 'Connect' }).click();
     const dialog = page.getByRole('dialog');
     await expect.poll(() => dialog.getByRole('tab', { name: 'API / SDK' }).getAttribute('aria-selected')).toBe('true');
     await expectAccessible(page, 'Connect dialog');
@@ -184,7 +184,7 @@ describe('the web console', () => {
     // Shown once: gone when the dialog closes, in no page and no answer afterwards.
     await page.keyboard.press('Escape');
     await expect.poll(() => dialog.count()).toBe(0);
-    await page.getByRole('button', { name: 'Connect' }).first().click();
+    await page.getByRole('main').getByRole('button', { name: 'Connect' }).click();
     await expect.poll(() => page.getByRole('dialog').getByRole('button', { name: 'Create key' }).isVisible()).toBe(true);
     expect(await page.content()).not.toContain(key);
     const keys = await page.request.get('/api/v1beta/keys/');

@@ -1,0 +1,73 @@
+import { useLocation } from 'wouter';
+import { deleteRepo, getRepo, listCollaborators, removeCollaborator, setCollaborator, updateRepo } from '../api.ts';
+import { NotFoundPage } from '../layout/NotFoundPage.tsx';
+import { ErrorMessage } from '../lib/ErrorMessage.tsx';
+import { useResource } from '../lib/useResource.ts';
+import { Collaborators } from './Collaborators.tsx';
+import { DeleteRepo } from './DeleteRepo.tsx';
+import { RepoSettings } from './RepoSettings.tsx';
+import { RepoSummary } from './RepoSummary.tsx';
+import { TableList } from './TableList.tsx';
+
+/**
+ * `/<owner>/<repo>`: what the repo holds, and for its owner the settings, the collaborators and
+ * deletion. A missing repo and someone else's private repo both answer 404: one Not found page.
+ */
+export function RepoPage({ owner, repo }: { owner: string; repo: string }) {
+  const [, navigate] = useLocation();
+  const detail = useResource(() => getRepo(owner, repo), [owner, repo]);
+  const isOwner = detail.data?.permission === 'own';
+  const collaborators = useResource(() => (isOwner ? listCollaborators(owner, repo) : Promise.resolve([])), [owner, repo, isOwner]);
+
+  if (detail.status === 'loading') {
+    return (
+      <p className="muted" role="status">
+        Loading {owner}/{repo}…
+      </p>
+    );
+  }
+  if (detail.status === 'error') {
+    if (detail.error.notFound) return <NotFoundPage />;
+    return <ErrorMessage error={detail.error} />;
+  }
+
+  const data = detail.data;
+  return (
+    <>
+      <RepoSummary repo={data} />
+      <section className="section" aria-labelledby="tables-heading">
+        <h2 id="tables-heading">Tables</h2>
+        <TableList tables={data.tables} />
+      </section>
+      {isOwner && (
+        <>
+          <RepoSettings
+            repo={data}
+            onSave={async (changes) => {
+              await updateRepo(owner, repo, changes);
+              detail.reload();
+            }}
+          />
+          <Collaborators
+            collaborators={collaborators}
+            onAdd={async (user, permission) => {
+              await setCollaborator(owner, repo, user, permission);
+              collaborators.reload();
+            }}
+            onRemove={async (user) => {
+              await removeCollaborator(owner, repo, user);
+              collaborators.reload();
+            }}
+          />
+          <DeleteRepo
+            fullName={data.name}
+            onDelete={async () => {
+              await deleteRepo(owner, repo);
+              navigate('/', { replace: true });
+            }}
+          />
+        </>
+      )}
+    </>
+  );
+}
