@@ -55,7 +55,7 @@ export async function startService(config: Config, log: Logger, options: Service
     cleanup.push(() => pools.close());
     const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
     cleanup.push(async () => sessions.close());
-    const app = await buildApp({ config, control, log, policy, pools, sessions });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port });
     await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
       throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');
     });

@@ -4,6 +4,7 @@
  */
 import { Command } from 'commander';
 import { pino } from 'pino';
+import { PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS } from '../control/accounts.js';
 import { ControlPlane } from '../control/control-plane.js';
 import { repoNameProblem, userNameProblem } from '../control/names.js';
 import type { Config } from '../shared/config.js';
@@ -49,6 +50,29 @@ function checkRepoRef(text: string): { owner: string; repo: string } {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : '-');
 
+/**
+ * The first line of `input` without its line ending. A password is read from stdin, never from
+ * the command line: arguments show in `ps` and in shell history.
+ */
+async function readFirstLine(input: NodeJS.ReadableStream): Promise<string> {
+  // Bytes first, decoded once: a character split across two chunks must not be garbled.
+  const chunks: Buffer[] = [];
+  for await (const chunk of input) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    chunks.push(bytes);
+    if (bytes.includes(0x0a)) break;
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  return (text.split('\n')[0] ?? '').replace(/\r$/, '');
+}
+
+function checkPassword(password: string): string {
+  const chars = [...password].length;
+  if (chars < PASSWORD_MIN_CHARS) throw new UsageError(`the password is too short: at least ${PASSWORD_MIN_CHARS} characters`);
+  if (chars > PASSWORD_MAX_CHARS) throw new UsageError(`the password is too long: at most ${PASSWORD_MAX_CHARS} characters`);
+  return password;
+}
+
 export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
   const user = new Command('user').description('manage users (each is a Postgres role)');
   user
@@ -65,6 +89,16 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
     .action(async (_o: unknown, cmd: Command) => {
       const users = await withControl(ctx, configOf(cmd), (c) => c.listUsers());
       ctx.out(formatTable(['name', 'repos', 'keys', 'created'], users.map((u) => [u.name, String(u.repos), String(u.keys), iso(u.createdAt)])));
+    });
+  user
+    .command('set-password <name>')
+    .description('set the password a user logs in to the web console with, read from the first line of stdin; ends their console sessions')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      checkUser(name);
+      if (process.stdin.isTTY) ctx.err(`password for ${name} (at least ${PASSWORD_MIN_CHARS} characters), then Enter:\n`);
+      const password = checkPassword(await readFirstLine(process.stdin));
+      await withControl(ctx, configOf(cmd), (c) => c.setPassword(name, password));
+      ctx.err(`password set for user ${name}\n`);
     });
   user
     .command('delete <name>')

@@ -31,6 +31,7 @@ import {
   insertRepo,
   listCollaborators,
   listRepos,
+  listSharedRepos,
   reachableRepos,
   removeCollaborator,
   setCollaborator,
@@ -41,10 +42,24 @@ import {
   type RepoInfo,
 } from './repos.js';
 import { deleteUser, insertUser, listUsers, syncRolePasswords, type UserInfo } from './users.js';
+import {
+  assertPassword,
+  checkPassword,
+  createSession,
+  deleteSession,
+  hashPassword,
+  invalidCredentials,
+  loadSession,
+  needsRenewal,
+  setPassword,
+  touchSession,
+  type NewWebSession,
+  type WebSession,
+} from './accounts.js';
 import { TtlCache } from './ttl-cache.js';
 import { LastUsedRecorder } from './last-used.js';
 
-export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef };
+export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
 
 /** What one principal may reach: the policy engine's input. */
 export interface Rights {
@@ -123,6 +138,49 @@ export class ControlPlane {
     this.onEvent({ kind: 'user', name });
   }
 
+  // ── people: passwords and console sessions ────────────────────────────────────────────
+
+  /** Creates user `name` as createUser does (role, first key) with a password, and logs them in. */
+  async signUp(name: string, password: string): Promise<NewWebSession> {
+    assertPassword(password);
+    // Hashed before the transaction: the slow part must not hold a connection in a transaction.
+    const passwordHash = await hashPassword(password);
+    return inTransaction(this.admin, async (db) => {
+      await insertUser(db, name, this.cluster.secret);
+      await setPassword(db, name, passwordHash);
+      return createSession(db, name);
+    });
+  }
+
+  /** Sets `name`'s console password (42704 for an unknown user); their open sessions end. */
+  async setPassword(name: string, password: string): Promise<void> {
+    assertPassword(password);
+    const passwordHash = await hashPassword(password);
+    await inTransaction(this.admin, (db) => setPassword(db, name, passwordHash));
+  }
+
+  /** A new session for `name`, or 28P01, the same for an unknown user and a wrong password. */
+  async logIn(name: string, password: string): Promise<NewWebSession> {
+    if (!(await checkPassword(this.admin, name, password))) throw invalidCredentials();
+    return inTransaction(this.admin, (db) => createSession(db, name));
+  }
+
+  /**
+   * The live session behind cookie id `id`, renewed when due. Read from the control plane on
+   * every call, never cached: a log-out must end the session on every instance at once.
+   */
+  async session(id: string): Promise<WebSession | undefined> {
+    const found = await loadSession(this.admin, id);
+    if (!found || !needsRenewal(found)) return found;
+    const expiresAt = await touchSession(this.admin, id);
+    return expiresAt && { ...found, expiresAt, renewed: true };
+  }
+
+  /** Ends session `id` (log-out); an unknown id is not an error. */
+  endSession(id: string): Promise<void> {
+    return deleteSession(this.admin, id);
+  }
+
   // ── API keys ──────────────────────────────────────────────────────────────────────────
 
   async createKey(user: string): Promise<NewKey> {
@@ -191,6 +249,14 @@ export class ControlPlane {
 
   listRepos(user: string): Promise<RepoInfo[]> {
     return listRepos(this.admin, user);
+  }
+
+  /** `user`'s own repos and, with `shared`, those shared with them; each with `user`'s access. */
+  async listReposWithAccess(user: string, opts: { shared: boolean }): Promise<{ info: RepoInfo; access: RepoAccess }[]> {
+    const own = (await listRepos(this.admin, user)).map((info) => ({ info, access: 'own' as const }));
+    if (!opts.shared) return own;
+    const shared = await listSharedRepos(this.admin, user);
+    return [...own, ...shared.map((s) => ({ info: s.info, access: s.permission }))];
   }
 
   async deleteRepo(ref: RepoRef): Promise<void> {

@@ -93,6 +93,26 @@ const migrations: Migration[] = [
       CREATE INDEX ON ${CONTROL_SCHEMA}.imports (user_name, created_at);
     `,
   },
+  {
+    version: 3,
+    name: 'passwords and web console sessions',
+    sql: () => `
+      -- scrypt$<N>$<r>$<p>$<salt>$<hash>; null: the user has only API keys (no console log-in).
+      ALTER TABLE ${CONTROL_SCHEMA}.users ADD COLUMN password_hash text;
+
+      CREATE TABLE ${CONTROL_SCHEMA}.web_sessions (
+        -- SHA-256 of the cookie's random id: a leaked table cannot be replayed as cookies.
+        id_hash bytea PRIMARY KEY,
+        -- Deleting a user ends their sessions with it.
+        user_name text NOT NULL REFERENCES ${CONTROL_SCHEMA}.users(name) ON DELETE CASCADE,
+        csrf_token text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX ON ${CONTROL_SCHEMA}.web_sessions (user_name);
+      CREATE INDEX ON ${CONTROL_SCHEMA}.web_sessions (expires_at);
+    `,
+  },
 ];
 
 /** Applies every migration not yet applied; returns the versions it applied. */

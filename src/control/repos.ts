@@ -195,3 +195,23 @@ export async function reachableRepos(db: Queryable, user: string): Promise<Map<s
   }
   return repos;
 }
+
+/**
+ * The repos other users shared with `user` (as a collaborator), with the permission given.
+ * Public repos the user was not invited to are not "shared with" them and are not listed.
+ */
+export async function listSharedRepos(db: Queryable, user: string): Promise<{ info: RepoInfo; permission: Permission }[]> {
+  const res = await query<{ owner: string; name: string; is_private: boolean; description: string; created_at: Date; permission: Permission }>(
+    db,
+    `SELECT r.owner, r.name, r.is_private, r.description, r.created_at, c.permission
+       FROM ${CONTROL_SCHEMA}.collaborators c
+       JOIN ${CONTROL_SCHEMA}.repos r ON r.owner = c.owner AND r.name = c.repo
+      WHERE c.user_name = $1
+      ORDER BY r.owner, r.name`,
+    [user],
+  );
+  return res.rows.map((r) => ({
+    info: { name: `${r.owner}/${r.name}`, owner: r.owner, repo: r.name, isPrivate: r.is_private, description: r.description, createdAt: r.created_at },
+    permission: r.permission,
+  }));
+}

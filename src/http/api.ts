@@ -1,13 +1,17 @@
 /**
- * `/api/v1beta`: the REST API proper. Every route is behind the bearer key check, then the
- * per-key rate limit; the shared error answers and the security requirement are added to every
- * route's schema here, once, instead of in each route.
+ * `/api/v1beta`: the REST API proper. Every route is behind the auth hook (a Bearer key, or the
+ * console's session cookie with its CSRF check), then the per-caller rate limit; the shared
+ * error answers and the security requirement are added to every route's schema here, once,
+ * instead of in each route.
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../shared/config.js';
 import { PgError } from '../shared/errors.js';
+import { FailureThrottle } from '../shared/throttle.js';
 import { installAuth } from './auth.js';
+import { accountRoutes } from './routes/account.js';
+import { connectionRoutes } from './routes/connection.js';
 import { repoRoutes } from './routes/repos.js';
 import { keyRoutes } from './routes/keys.js';
 import { queryRoutes, type QueryDeps } from './routes/query.js';
@@ -18,7 +22,22 @@ import type { RolePools } from '../upstream/role-pools.js';
 export interface ApiDeps extends Omit<QueryDeps, 'maxRows'> {
   /** pg pools per role: uploads stream COPY through them. */
   pools: RolePools;
-  config: Pick<Config, 'maxResultRows' | 'rateLimitMax' | 'rateLimitWindowMs' | 'importMaxBytes' | 'importAsyncBytes'>;
+  config: Pick<
+    Config,
+    | 'maxResultRows'
+    | 'rateLimitMax'
+    | 'rateLimitWindowMs'
+    | 'importMaxBytes'
+    | 'importAsyncBytes'
+    | 'signup'
+    | 'cookieSecure'
+    | 'publicHost'
+    | 'publicPgPort'
+    | 'serviceDatabase'
+    | 'host'
+  >;
+  /** The port the wire front end listens on, for `GET /connection`. */
+  wirePort: number;
 }
 
 /** SQLSTATE of the rate limit: Postgres' "configuration limit exceeded", answered as 429. */
@@ -28,20 +47,24 @@ const RATE_LIMITED = '53400';
 export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   app.addHook('onRoute', (route) => {
     const schema = (route.schema ??= {}) as Record<string, unknown>;
-    schema.security = [{ bearer: [] }];
+    // Routes that take no caller (sign-up, log-in, log-out) need no credentials.
+    schema.security = (route.config?.auth ?? 'required') === 'required' ? [{ bearer: [] }] : [];
     schema.response = { '4xx': ErrorBody, '5xx': ErrorBody, ...(schema.response as object | undefined) };
   });
-  installAuth(app, deps.control);
-  // Registered after the auth hook: the limit counts per API key, on authenticated requests only.
+  installAuth(app, deps.control, { cookieSecure: deps.config.cookieSecure });
+  // Registered after the auth hook: the limit counts per API key or console session; requests
+  // without a caller (log-in, sign-up) count per client address.
   await app.register(rateLimit, {
     max: deps.config.rateLimitMax,
     timeWindow: deps.config.rateLimitWindowMs,
     keyGenerator: (req) => req.principal?.keyId ?? req.ip,
     errorResponseBuilder: (_req, ctx) =>
-      new PgError(RATE_LIMITED, `rate limit exceeded: at most ${ctx.max} requests per ${deps.config.rateLimitWindowMs / 1000} s with one API key`, {
+      new PgError(RATE_LIMITED, `rate limit exceeded: at most ${ctx.max} requests per ${deps.config.rateLimitWindowMs / 1000} s for one API key or session`, {
         hint: `retry in ${ctx.after} (see the Retry-After header)`,
       }),
   });
+  await app.register(accountRoutes, { control: deps.control, config: deps.config, throttle: new FailureThrottle() });
+  await app.register(connectionRoutes, { config: deps.config, wirePort: deps.wirePort });
   await app.register(repoRoutes, { control: deps.control });
   await app.register(keyRoutes, { control: deps.control });
   const { control, policy, pools, types, sessions, sessionSettings } = deps;

@@ -1,9 +1,11 @@
 /**
  * The HTTP front end: fastify with the service's logger, TypeBox schemas, the one error handler,
- * the OpenAPI document (`/api/openapi.json`, docs at `/api/docs`) and the REST API under
- * `/api/v1beta`.
+ * security headers on every answer, the OpenAPI document (`/api/openapi.json`, docs at
+ * `/api/docs`), the REST API under `/api/v1beta` and the web console at `/`.
  */
 import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
+import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -16,8 +18,10 @@ import { TypeCatalog } from '../upstream/query-types.js';
 import { restSessionSettings, type RolePools } from '../upstream/role-pools.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { api } from './api.js';
+import { CONSOLE_DIR, consolePages, registerConsole } from './console.js';
 import { installErrorHandling } from './errors.js';
 import { healthRoutes } from './routes/health.js';
+import { securityHeaders } from './security-headers.js';
 
 export interface AppDeps {
   config: Config;
@@ -27,6 +31,10 @@ export interface AppDeps {
   pools: RolePools;
   /** Raw upstream sessions for `POST /query/` (see upstream/query-run.ts). */
   sessions: SessionPool;
+  /** The port the wire front end listens on, shown by `GET /connection`; default: config `pgPort`. */
+  wirePort?: number;
+  /** The built web console; default: `dist/web` of the package. */
+  consoleDir?: string;
 }
 
 /** Builds the HTTP front end (routes registered, not listening); the caller listens and closes it. */
@@ -47,10 +55,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', req.id);
     done();
   });
-  installErrorHandling(app);
+  const consoleDir = deps.consoleDir ?? CONSOLE_DIR;
+  installErrorHandling(app, consolePages(consoleDir));
+  await app.register(helmet, securityHeaders);
+  await app.register(cookie);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'repobase REST API', version: 'v1beta', description: 'SQL repos over HTTP. Authenticate with "Authorization: Bearer <API key>".' },
+      info: {
+        title: 'repobase REST API',
+        version: 'v1beta',
+        description:
+          'SQL repos over HTTP. Authenticate with "Authorization: Bearer <API key>". The web console uses the session cookie of POST /api/v1beta/auth/login instead, and sends its CSRF token in the X-CSRF-Token header on every change.',
+      },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an API key, rb_<id>_<secret>' } } },
     },
   });
@@ -66,6 +82,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sessions: deps.sessions,
     sessionSettings: restSessionSettings(deps.config),
     types: new TypeCatalog(deps.control.admin),
+    wirePort: deps.wirePort ?? deps.config.pgPort,
   });
+  await registerConsole(app, consoleDir);
   return app;
 }

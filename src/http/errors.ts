@@ -125,10 +125,17 @@ function sendError(err: unknown, req: FastifyRequest, reply: FastifyReply): Fast
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
 
-/** Installs the error and not-found handlers on `app` (and so on every plugin inside it). */
-export function installErrorHandling(app: FastifyInstance): void {
+/** Answers a request nothing else answered, returning true; false leaves it to the JSON 404. */
+export type PageFallback = (req: FastifyRequest, reply: FastifyReply) => boolean;
+
+/**
+ * Installs the error and not-found handlers on `app` (and so on every plugin inside it).
+ * `pages` gets the first say on unmatched requests: the web console's client-side routes.
+ */
+export function installErrorHandling(app: FastifyInstance, pages?: PageFallback): void {
   app.setErrorHandler((err, req, reply) => sendError(err, req, reply));
-  app.setNotFoundHandler((req, reply) =>
-    sendError(new PgError(SqlState.UndefinedObject, `no such endpoint: ${req.method} ${req.url.split('?')[0] ?? ''}`, { hint: 'see /api/docs' }), req, reply),
-  );
+  app.setNotFoundHandler((req, reply) => {
+    if (pages?.(req, reply)) return reply;
+    return sendError(new PgError(SqlState.UndefinedObject, `no such endpoint: ${req.method} ${req.url.split('?')[0] ?? ''}`, { hint: 'see /api/docs' }), req, reply);
+  });
 }

@@ -50,6 +50,16 @@ export const ConfigSchema = Type.Object({
   rateLimitWindowMs: Positive('length of the REST rate-limit window, in milliseconds'),
   importMaxBytes: Positive('largest file POST /import/ accepts, in bytes; a larger one is refused with 413 (54000)'),
   importAsyncBytes: Positive('uploads larger than this (by Content-Length) answer 202 with a job at once instead of waiting for the table'),
+  signup: Type.Union([Type.Literal('open'), Type.Literal('closed')], {
+    description: 'open: anyone may create an account in the web console (POST /api/v1beta/auth/signup); closed: only an admin creates users (repobase user create, then user set-password)',
+  }),
+  publicHost: Type.String({
+    description: 'host name clients use for the Postgres wire front end, shown in connection strings; empty = the host name the browser or client used for the HTTP server',
+  }),
+  publicPgPort: Port('port clients use for the Postgres wire front end, shown in connection strings (e.g. behind a load balancer); 0 = the port it listens on'),
+  cookieSecure: Type.Boolean({
+    description: 'mark the console session cookie Secure (and accept an https Origin) even when requests arrive over plain HTTP, as behind a TLS-terminating proxy',
+  }),
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;

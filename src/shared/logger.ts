@@ -14,6 +14,10 @@ export const redactPaths = [
   '*.secret',
   'req.headers.authorization',
   'headers.authorization',
+  'req.headers.cookie',
+  'headers.cookie',
+  'req.headers["x-csrf-token"]',
+  'headers["x-csrf-token"]',
 ];
 
 /** The one logger of a process; modules take children (`logger.child({ mod: 'wire' })`). */

@@ -26,6 +26,10 @@ import {
   type PasswordPhase,
 } from '../protocol/index.js';
 import type { FrameQueue } from './frame-queue.js';
+import type { FailureThrottle } from '../shared/throttle.js';
+
+// Re-exported for the connection handler, which types its dependencies from this module.
+export type { FailureThrottle };
 
 export interface AuthOptions {
   control: ControlPlane;
@@ -124,27 +128,5 @@ export async function authenticateClient(
   } catch (err: unknown) {
     if (err instanceof PgError && err.code === SqlState.InvalidPassword) await opts.throttle.failed(address);
     throw err;
-  }
-}
-
-/**
- * Slows down password guessing: each failure from an address doubles the wait before its next
- * failure is answered (100 ms … 5 s); a success or 15 quiet minutes reset it.
- */
-export class FailureThrottle {
-  private readonly failures = new Map<string, { count: number; last: number }>();
-
-  async failed(address: string): Promise<void> {
-    const now = Date.now();
-    const prev = this.failures.get(address);
-    const count = prev && now - prev.last < 15 * 60_000 ? prev.count + 1 : 1;
-    if (this.failures.size > 100_000) this.failures.clear();
-    this.failures.set(address, { count, last: now });
-    const delay = Math.min(5_000, 100 * 2 ** (count - 1));
-    await new Promise((r) => setTimeout(r, delay));
-  }
-
-  succeeded(address: string): void {
-    this.failures.delete(address);
   }
 }

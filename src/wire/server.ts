@@ -7,7 +7,7 @@ import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { Cluster } from '../upstream/cluster.js';
-import { FailureThrottle } from './auth.js';
+import { FailureThrottle } from '../shared/throttle.js';
 import { CancelRegistry, type CancelPeers } from './cancel.js';
 import { serveConnection } from './connection.js';
 import { sessionPoolFor } from '../upstream/session-pool.js';

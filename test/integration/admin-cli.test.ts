@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlane } from '../../src/control/control-plane.js';
+import { buildApp } from '../../src/http/app.js';
+import { createPolicy } from '../../src/policy/index.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openCluster, type Cluster } from '../../src/upstream/cluster.js';
+import { RolePools } from '../../src/upstream/role-pools.js';
+import { sessionPoolFor } from '../../src/upstream/session-pool.js';
 import { runCli } from '../helpers/cli.js';
 import { testConfig } from '../helpers/cluster.js';
 import type { Config } from '../../src/shared/config.js';
@@ -88,6 +92,37 @@ describe('repobase admin commands', () => {
     const r = await runCli(['user', 'list'], { ...env, REPOBASE_UPSTREAM_URL: 'postgresql://x:y@127.0.0.1:1/db' });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/cannot use upstream Postgres at 127\.0\.0\.1:1: .*ECONNREFUSED/);
+  });
+
+  it('user set-password reads the first line of stdin; the user then logs in over the API with it', async () => {
+    const password = 'a long enough passphrase';
+    const short = await runCli(['user', 'set-password', alice], env, 'too short\n');
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('at least 10 characters');
+    const unknown = await runCli(['user', 'set-password', `nobody_${suffix}`], env, `${password}\n`);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain(`ERROR 42704: user "nobody_${suffix}" does not exist`);
+    const set = await runCli(['user', 'set-password', alice], env, `${password}\r\nnot part of it\n`);
+    expect(set).toMatchObject({ code: 0, stdout: '' });
+    expect(set.stderr).not.toContain(password);
+
+    const log = createLogger('silent');
+    const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
+    const pools = new RolePools({ cluster, config, log });
+    const sessions = sessionPoolFor(cluster, { maxPerRole: 1, idleMs: 1000, reset: 'lazy', waitMs: 1000, log });
+    const app = await buildApp({ config, control, log, policy, pools, sessions });
+    try {
+      const login = (pw: string) => app.inject({ method: 'POST', url: '/api/v1beta/auth/login', payload: { username: alice, password: pw } });
+      const ok = await login(password);
+      expect(ok.statusCode).toBe(200);
+      expect(ok.json()).toMatchObject({ user: alice });
+      expect((await login(`${password}\r`)).statusCode).toBe(401);
+    } finally {
+      await app.close();
+      sessions.close();
+      await pools.close();
+      await policy.close();
+    }
   });
 
   it('unknown commands are usage errors', async () => {

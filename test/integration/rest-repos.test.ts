@@ -33,7 +33,7 @@ describe('repos of their owner', () => {
     const r = await srv.call(alice.key, 'POST', '/repos/', { name: 'sales' });
     expect(r.status).toBe(201);
     const repo = (await r.json()) as RepoJson;
-    expect(repo).toEqual({ name: `${alice.name}/sales`, owner: alice.name, repo: 'sales', is_private: true, description: '', created_at: expect.any(String) });
+    expect(repo).toEqual({ name: `${alice.name}/sales`, owner: alice.name, repo: 'sales', is_private: true, description: '', created_at: expect.any(String), permission: 'own' });
     expect(Math.abs(Date.parse(repo.created_at) - Date.now())).toBeLessThan(60_000);
     const full = await srv.call(alice.key, 'POST', '/repos/', { name: `${alice.name}/open.data-1`, is_private: false, description: 'for all' });
     expect(((await full.json()) as RepoJson).is_private).toBe(false);

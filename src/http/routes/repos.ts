@@ -18,13 +18,14 @@ import {
   Repo,
   RepoDetail,
   RepoList,
+  RepoListQuery,
   RepoParams,
   SetCollaborator,
   UpdateRepo,
 } from '../schemas.js';
 
-/** The API's spelling of a repo. */
-export function repoJson(info: RepoInfo): Repo {
+/** The API's spelling of a repo, with the access the caller has to it. */
+export function repoJson(info: RepoInfo, permission: RepoAccess): Repo {
   return {
     name: info.name,
     owner: info.owner,
@@ -32,6 +33,7 @@ export function repoJson(info: RepoInfo): Repo {
     is_private: info.isPrivate,
     description: info.description,
     created_at: info.createdAt.toISOString(),
+    permission,
   };
 }
 
@@ -60,10 +62,14 @@ async function owned(control: ControlPlane, user: string, ref: RepoRef): Promise
 
 /** Routes under `/repos/`. */
 export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = async (app, { control }) => {
-  app.get('/repos/', { schema: { summary: 'your repos', tags: ['repos'], response: { 200: RepoList } } }, async (req) => {
-    const repos = await control.listRepos(principalOf(req).user);
-    return { repos: repos.map(repoJson) };
-  });
+  app.get(
+    '/repos/',
+    { schema: { summary: 'your repos; with ?include=shared also those shared with you', tags: ['repos'], querystring: RepoListQuery, response: { 200: RepoList } } },
+    async (req) => {
+      const repos = await control.listReposWithAccess(principalOf(req).user, { shared: req.query.include === 'shared' });
+      return { repos: repos.map((r) => repoJson(r.info, r.access)) };
+    },
+  );
 
   app.post('/repos/', { schema: { summary: 'create a repo', tags: ['repos'], body: CreateRepo, response: { 201: Repo } } }, async (req, reply) => {
     const user = principalOf(req).user;
@@ -76,16 +82,16 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
       { owner, repo: req.body.name.slice(slash + 1) },
       { isPrivate: req.body.is_private ?? true, description: req.body.description ?? '' },
     );
-    return reply.code(201).send(repoJson(info));
+    return reply.code(201).send(repoJson(info, 'own'));
   });
 
   app.get(
     '/repos/:owner/:repo/',
     { schema: { summary: 'a repo with its tables and columns', tags: ['repos'], params: RepoParams, response: { 200: RepoDetail } } },
     async (req) => {
-      const { info } = await readable(control, principalOf(req).user, req.params);
+      const { info, access } = await readable(control, principalOf(req).user, req.params);
       // The admin pool sees every schema: reached only after the read check above.
-      return { ...repoJson(info), tables: await listTables(control.admin, info.name) };
+      return { ...repoJson(info, access), tables: await listTables(control.admin, info.name) };
     },
   );
 
@@ -95,7 +101,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     async (req) => {
       await owned(control, principalOf(req).user, req.params);
       const info = await control.updateRepo(req.params, { isPrivate: req.body.is_private, description: req.body.description });
-      return repoJson(info);
+      return repoJson(info, 'own');
     },
   );
 
