@@ -126,7 +126,10 @@ export class ControlPlane {
 
   /** Creates a user with its role and first API key. */
   createUser(name: string): Promise<NewKey> {
-    return inTransaction(this.admin, (db) => insertUser(db, name, this.cluster.secret));
+    return inTransaction(this.admin, async (db) => {
+      await insertUser(db, name, this.cluster.secret);
+      return insertKey(db, name);
+    });
   }
 
   listUsers(): Promise<UserInfo[]> {

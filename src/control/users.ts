@@ -6,7 +6,6 @@ import { SCRAM_ITERATIONS } from '../shared/scram.js';
 import { rolePasswordVerifier } from '../upstream/roles.js';
 import { query, type Queryable } from './db.js';
 import { notify } from './events.js';
-import { insertKey, type NewKey } from './keys.js';
 import { CONTROL_SCHEMA } from './migrations.js';
 import { assertUserName } from './names.js';
 import { dropRepoSchema } from './repos.js';
@@ -26,7 +25,7 @@ async function adminIsSuperuser(db: Queryable): Promise<boolean> {
 }
 
 /** Creates user `name` (row, role, first API key) inside the caller's transaction. */
-export async function insertUser(db: Queryable, name: string, secret: string): Promise<NewKey> {
+export async function insertUser(db: Queryable, name: string, secret: string): Promise<void> {
   const admin = await query<{ current_user: string }>(db, 'SELECT current_user');
   assertUserName(name, admin.rows[0]?.current_user);
   const exists = await query(db, `SELECT 1 FROM ${CONTROL_SCHEMA}.users WHERE name = $1`, [name]);
@@ -46,7 +45,6 @@ export async function insertUser(db: Queryable, name: string, secret: string): P
   await query(db, `CREATE ROLE ${escapeIdentifier(name)} ${ROLE_OPTIONS} PASSWORD ${escapeLiteral(rolePasswordVerifier(secret, name))}`);
   // A CREATEROLE (non-superuser) admin must be a member to create schemas owned by the role.
   if (!(await adminIsSuperuser(db))) await query(db, `GRANT ${escapeIdentifier(name)} TO CURRENT_USER`);
-  return insertKey(db, name);
 }
 
 export async function listUsers(db: Queryable): Promise<UserInfo[]> {

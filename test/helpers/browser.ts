@@ -19,7 +19,8 @@ export function screenshotDir(suite: string): string {
 export async function screenshot(page: Page, dir: string, name: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   const path = join(dir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  // A modal dialog covers the viewport only: a full-page shot would show the page half dimmed.
+  await page.screenshot({ path, fullPage: (await page.getByRole('dialog').count()) === 0 });
   return path;
 }
 
