@@ -51,7 +51,18 @@ export const RepoDetail = Type.Object(
     tables: Type.Array(
       Type.Object({
         name: Type.String(),
-        columns: Type.Array(Type.Object({ name: Type.String(), type: Type.String({ description: 'e.g. BIGINT, NUMERIC(10,2), TEXT[]' }) })),
+        row_estimate: Nullable(
+          Type.Integer({ description: "Postgres' estimate of the rows (pg_class.reltuples), not a count; null when never analysed, and for views" }),
+        ),
+        primary_key: Type.Array(Type.String(), { description: 'the primary key columns in key order; empty when there is none' }),
+        columns: Type.Array(
+          Type.Object({
+            name: Type.String(),
+            type: Type.String({ description: 'e.g. BIGINT, NUMERIC(10,2), TEXT[]' }),
+            nullable: Type.Boolean({ description: 'false for NOT NULL columns' }),
+            default: Nullable(Type.String({ description: "the default expression as Postgres prints it, e.g. now(), 'new'::text" })),
+          }),
+        ),
       }),
     ),
   },
@@ -156,3 +167,26 @@ export const QueryResult = Type.Object({
   truncated: Type.Optional(Type.Literal(true, { description: 'present when the row cap (maxResultRows) cut the result' })),
   error: Type.Optional(ErrorBody.properties.error),
 });
+
+/** A client's name for a running query, sent as `X-Query-Id` so that it can cancel it. */
+const QUERY_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+
+/** Request headers of `POST /query/`. */
+export const QueryHeaders = Type.Object({
+  'x-query-id': Type.Optional(
+    Type.String({ pattern: QUERY_ID_PATTERN, description: '1–64 letters, digits, _ and -, chosen by the client: names this query so that POST /query/<id>/cancel can cancel it' }),
+  ),
+});
+
+export const QueryIdParams = Type.Object({ id: Type.String({ pattern: QUERY_ID_PATTERN, description: 'the X-Query-Id the query was sent with' }) });
+
+/** The `data` of one `schema` event of `GET /events`. */
+export const SchemaEvent = Type.Object(
+  {
+    repo: Type.String({ description: '<owner>/<repo>' }),
+    table: Nullable(Type.String({ description: 'the table or view concerned; null for the repo itself or another kind of object' })),
+    command: Type.String({ description: 'command tag of the change: CREATE TABLE, ALTER TABLE, DROP TABLE, CREATE SCHEMA…' }),
+  },
+  { description: 'one schema change: the data line of an "event: schema" message' },
+);
+export type SchemaEvent = Static<typeof SchemaEvent>;

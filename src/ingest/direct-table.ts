@@ -15,7 +15,7 @@ import { fromDriverError } from '../upstream/pg-error.js';
 import { endCopy, firstOf } from './events.js';
 import type { Target } from './finish.js';
 import { RESERVED_PREFIX } from './names.js';
-import type { ColumnType, InferredColumn } from './types.js';
+import type { InferredColumn, SqlType } from './types.js';
 
 const qualified = (schema: string, table: string) => `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
 
@@ -68,7 +68,7 @@ export class DirectTable {
   }
 
   /** Creates the table with `types` (not on append) and starts the COPY into it. */
-  async open(types: readonly ColumnType[]): Promise<void> {
+  async open(types: readonly SqlType[]): Promise<void> {
     if (this.target.mode !== 'append') {
       const defs = this.names.map((n, i) => `${escapeIdentifier(n)} ${types[i]!}`).join(', ');
       await run(this.client, `CREATE TABLE ${this.table} (${defs})`);
@@ -100,14 +100,14 @@ export class DirectTable {
   }
 
   /** Abandons the COPY and the table, back to the savepoint, to open again with other types. */
-  async restart(types: readonly ColumnType[]): Promise<void> {
+  async restart(types: readonly SqlType[]): Promise<void> {
     await this.abortCopy();
     await run(this.client, 'ROLLBACK TO SAVEPOINT direct_load');
     await this.open(types);
   }
 
   /** Turns the columns loaded as text whose values all fit another type into that type; returns how many. */
-  async convert(columns: readonly InferredColumn[], loaded: readonly ColumnType[]): Promise<number> {
+  async convert(columns: readonly InferredColumn[], loaded: readonly SqlType[]): Promise<number> {
     const changes = columns.flatMap((c, i) => {
       if (loaded[i] !== 'text' || c.type === 'text') return [];
       const name = escapeIdentifier(this.names[i]!);

@@ -22,17 +22,22 @@
  * (incompatible CSV, a header guessed wrong, an error from Postgres, e.g. an append value that
  * does not fit) hands the whole upload, from the spool, to the row-by-row path instead, whose
  * answers (errors with their line included) are the reference.
+ *
+ * Columns whose type the caller chose (overrides.ts) are created with it and never restarted:
+ * Postgres checks their values as they stream in, and a value it refuses goes row by row too,
+ * to be named with its line.
  */
 import type pg from 'pg';
 import { PgError, SqlState } from '../shared/errors.js';
 import { CsvScan } from './csv-scan.js';
 import { DirectTable } from './direct-table.js';
-import { existingColumns, type Target } from './finish.js';
+import { appendTargets, existingColumns, type Target } from './finish.js';
 import { Forwarder } from './forward.js';
 import { columnNames } from './names.js';
+import { assertWidth, renames, resolveColumns } from './overrides.js';
 import type { Reading } from './read.js';
 import { Spool } from './spool.js';
-import type { ColumnType, Format, ImportOutcome, ParseOptions, Progress } from './types.js';
+import type { Format, ImportOutcome, ParseOptions, Progress, SqlType } from './types.js';
 
 /** Bytes read before the types are guessed and the COPY starts. */
 export const SAMPLE_BYTES = 1 << 20;
@@ -70,7 +75,9 @@ class DirectLoad {
   private table: DirectTable | undefined;
   private header = false;
   private names: string[] = [];
-  private loaded: ColumnType[] = [];
+  private loaded: SqlType[] = [];
+  /** Columns whose type the caller chose: Postgres checks their values, inference does not move them. */
+  private forced: boolean[] = [];
   private demoted: boolean[] = [];
   private restarts = 0;
   private out: Forwarder | undefined;
@@ -131,7 +138,8 @@ class DirectLoad {
     if (next.done) scan.end();
     if (scan.incompatible !== undefined) return scan.incompatible;
     if (scan.width < 0) throw new PgError(SqlState.BadCopyFileFormat, 'the file holds no records', { hint: 'upload a file with at least one row' });
-    if (!(await this.start())) return 'the file\'s columns are not all columns of the table';
+    const refused = await this.start();
+    if (refused !== undefined) return refused;
     let base = 0;
     for (const chunk of sample) {
       if (!(await this.out!.forward(chunk, base))) return SKIPPED_LATE;
@@ -162,26 +170,49 @@ class DirectLoad {
     this.progress.rows = this.scan.rows;
   }
 
-  /** Guesses the header and the types from the sample, and starts the COPY. */
-  private async start(): Promise<boolean> {
+  /**
+   * Guesses the header and the types from the sample (the caller's overrides applied), and starts
+   * the COPY; or says why the row-by-row path must take over.
+   */
+  private async start(): Promise<string | undefined> {
     const scan = this.scan;
+    const overrides = this.opts.columns;
     this.header = scan.isHeader(this.opts.header);
-    this.names = columnNames(this.header ? scan.first : [], scan.width);
+    const fileNames = columnNames(this.header ? scan.first : [], scan.width);
+    // A wrong number of entries is wrong whatever the header: no need to read the file again to say so.
+    assertWidth(overrides, fileNames);
+    const guess = scan.types(this.header).map((t, i) => ({ name: fileNames[i]!, ...t }));
+    const chosen = this.refusal(() => resolveColumns(guess, overrides));
+    if (typeof chosen === 'string') return chosen;
+    this.names = chosen.map((c) => c.name);
     let columns = this.names;
     if (this.target.mode === 'append') {
-      const existing = await this.pg(() => existingColumns(this.client, this.target.schema, this.target.table));
-      const byName = new Set(existing?.map((c) => c.name));
-      const mapped = this.header ? this.names.filter((n) => byName.has(n)) : (existing ?? []).slice(0, scan.width).map((c) => c.name);
-      if (mapped.length !== scan.width) return false; // the row-by-row path names the column that does not fit
-      columns = mapped;
+      const existing = (await this.pg(() => existingColumns(this.client, this.target.schema, this.target.table))) ?? [];
+      const mapped = this.refusal(() => appendTargets(this.target, existing, this.names, this.header || renames(overrides), overrides));
+      if (typeof mapped === 'string') return mapped;
+      columns = mapped.map((m) => m.name);
     }
-    this.loaded = scan.types(this.header).map((t) => (t.dateLayout ? 'text' : t.type));
+    this.forced = chosen.map((_, i) => overrides?.[i]?.type !== undefined);
+    this.loaded = chosen.map((c) => (c.dateLayout ? 'text' : c.type));
     this.demoted = this.loaded.map(() => false);
     this.table = await this.pg(() => DirectTable.begin(this.client, this.target, columns, this.upload.delimiter, this.opts.nullValues[0]!));
     await this.pg(() => this.table!.open(this.loaded));
     this.out = this.forwarder();
     this.out.skip(this.sampleSkips);
-    return true;
+    return undefined;
+  }
+
+  /**
+   * Runs a check of the columns as guessed from the sample; its refusal becomes the reason to go
+   * row by row, whose header is decided on the whole file (and which then names the problem).
+   */
+  private refusal<T>(check: () => T): T | string {
+    try {
+      return check();
+    } catch (err: unknown) {
+      if (err instanceof PgError) return `the columns guessed from the first rows: ${err.message}`;
+      throw err;
+    }
   }
 
   /** Sends the stream, less blank lines and the header, to the COPY. */
@@ -193,7 +224,7 @@ class DirectLoad {
   private mismatched(): boolean {
     if (this.target.mode === 'append') return false; // the table's own types: Postgres checks each value
     const now = this.scan.types(this.header);
-    return this.loaded.some((t, i) => t !== 'text' && (now[i]!.type !== t || now[i]!.dateLayout !== undefined));
+    return this.loaded.some((t, i) => !this.forced[i] && t !== 'text' && (now[i]!.type !== t || now[i]!.dateLayout !== undefined));
   }
 
   /** Starts over with the types known now, sending the spooled upload again. */
@@ -202,6 +233,7 @@ class DirectLoad {
     const all = ++this.restarts > MAX_RESTARTS;
     this.loaded = this.loaded.map((t, i) => {
       if (all) return 'text';
+      if (this.forced[i]) return t;
       const current = now[i]!;
       if (t === 'text' || (current.type === t && current.dateLayout === undefined)) return t;
       const demote = this.demoted[i]!;
@@ -235,7 +267,8 @@ class DirectLoad {
   private async finish(received: (reading: Reading) => Promise<void>): Promise<ImportOutcome> {
     const table = this.table!;
     const rows = await this.pg(() => table.close());
-    const columns = this.scan.types(this.header).map((t, i) => ({ name: this.names[i]!, ...t }));
+    const inferred = this.scan.types(this.header).map((t, i) => ({ name: this.names[i]!, ...t }));
+    const columns = resolveColumns(inferred, this.opts.columns);
     const converted = this.target.mode === 'append' ? 0 : await this.pg(() => table.convert(columns, this.loaded));
     this.progress.rows = rows;
     const { format, delimiter } = this.upload;

@@ -2,7 +2,8 @@
  * The final step of an import, in one transaction on the staging connection (the user's own
  * role): create the table with the inferred types, or replace an existing one (built under a
  * reserved name, then swapped in), or append to one by casting staged text into its column
- * types. Any failure rolls back: no new table, the old one untouched.
+ * types. Any failure rolls back: no new table, the old one untouched. A value that does not cast
+ * is named with its line.
  */
 import type pg from 'pg';
 import { escapeIdentifier, escapeLiteral } from 'pg';
@@ -11,7 +12,7 @@ import { fromDriverError } from '../upstream/pg-error.js';
 import { located } from './located.js';
 import { RESERVED_PREFIX } from './names.js';
 import { STAGING, stagingColumn } from './staging.js';
-import type { ImportMode, InferredColumn } from './types.js';
+import type { ColumnOverride, ImportMode, InferredColumn } from './types.js';
 
 export interface Target {
   schema: string;
@@ -103,6 +104,7 @@ async function explainCastFailure(
   err: unknown,
   columns: { index: number; name: string; type: string }[],
   skipLine: number | undefined,
+  hint: string,
 ): Promise<unknown> {
   const pgErr = fromDriverError(err);
   if (!pgErr || !pgErr.code.startsWith('22')) return err;
@@ -110,7 +112,7 @@ async function explainCastFailure(
   if (!bad) return pgErr;
   return located(pgErr.code, bad.line, `line ${bad.line}, column "${bad.column}": ${pgErr.message}`, {
     detail: `the value ${JSON.stringify(bad.value.slice(0, 200))} is not a valid ${bad.type}`,
-    hint: 'fix the value in the file, or change the column type first (ALTER TABLE … ALTER COLUMN … TYPE text)',
+    hint,
   });
 }
 
@@ -132,27 +134,49 @@ export async function createTable(client: pg.ClientBase, target: Target, columns
     });
   } catch (err: unknown) {
     const typed = columns.map((c, i) => ({ index: i, name: c.name, type: c.dateLayout ? 'text' : c.type }));
-    throw await explainCastFailure(client, err, typed, skipLine);
+    throw await explainCastFailure(client, err, typed, skipLine, 'fix the value in the file, or choose another type for the column (the columns field)');
   }
 }
 
+/** A file column on append: its position in the file, and the table column it goes to. */
+export interface AppendTarget {
+  index: number;
+  name: string;
+  type: string;
+}
+
 /**
- * Appends the staged rows to an existing table. With a header, file columns go to the table
- * columns of the same name; without, by position. Table columns the file lacks get their defaults.
+ * Where each file column goes on append: with `byName`, the table column of the same name; else
+ * the one at the same position. An override's type must be that column's type — an append keeps
+ * the table as it is, so a different type would be silently ignored otherwise.
  */
-export async function appendRows(client: pg.ClientBase, target: Target, existing: ExistingColumn[], fileColumns: string[], byName: boolean, skipLine: number | undefined): Promise<number> {
+export function appendTargets(target: Target, existing: ExistingColumn[], fileColumns: readonly string[], byName: boolean, overrides?: readonly ColumnOverride[]): AppendTarget[] {
   const byColumn = new Map(existing.map((c) => [c.name, c]));
-  const mapped = fileColumns.map((name, index) => {
+  const hint = `the table's columns: ${existing.map((c) => c.name).join(', ')}`;
+  return fileColumns.map((name, index) => {
     const to = byName ? byColumn.get(name) : existing[index];
     if (!to) {
       throw new PgError(
         byName ? '42703' : SqlState.BadCopyFileFormat,
         byName ? `column "${name}" of the file is not a column of table "${target.table}"` : `the file has ${fileColumns.length} columns; table "${target.table}" has ${existing.length}`,
-        { hint: `the table's columns: ${existing.map((c) => c.name).join(', ')}` },
+        { hint },
       );
+    }
+    const wanted = overrides?.[index]?.type;
+    if (wanted !== undefined && wanted !== to.type) {
+      throw new PgError('42804', `column "${to.name}" of table "${target.table}" is ${to.type.toUpperCase()}, not ${wanted.toUpperCase()}`, {
+        hint: 'an append keeps the table\'s column types: leave "type" out of columns, or change the table first (ALTER TABLE … ALTER COLUMN … TYPE)',
+      });
     }
     return { index, name: to.name, type: to.type };
   });
+}
+
+/**
+ * Appends the staged rows to an existing table, each file column to its `mapped` table column
+ * (appendTargets). Table columns the file lacks get their defaults.
+ */
+export async function appendRows(client: pg.ClientBase, target: Target, mapped: readonly AppendTarget[], skipLine: number | undefined): Promise<number> {
   const table = qualified(target.schema, target.table);
   const cols = mapped.map((m) => escapeIdentifier(m.name)).join(', ');
   const select = mapped.map((m) => `${stagingColumn(m.index)}::${m.type}`).join(', ');
@@ -162,6 +186,6 @@ export async function appendRows(client: pg.ClientBase, target: Target, existing
       return res.rowCount ?? 0;
     });
   } catch (err: unknown) {
-    throw await explainCastFailure(client, err, mapped, skipLine);
+    throw await explainCastFailure(client, err, [...mapped], skipLine, 'fix the value in the file, or change the column type first (ALTER TABLE … ALTER COLUMN … TYPE text)');
   }
 }

@@ -6,16 +6,19 @@ import type pg from 'pg';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
 import { canLoadDirect, loadDirect } from './direct.js';
-import { appendRows, createTable, existingColumns, type Target } from './finish.js';
+import { appendRows, appendTargets, createTable, existingColumns, type Target } from './finish.js';
+import { renames } from './overrides.js';
 import { counted, openUpload, readRows, readUpload, type OpenedUpload, type Reading } from './read.js';
 import { nullSink, Staging } from './staging.js';
-import type { ImportOutcome, ParseOptions, Progress } from './types.js';
+import type { ColumnOverride, ImportOutcome, ParseOptions, Progress } from './types.js';
 
 export type { Target } from './finish.js';
 export * from './types.js';
 export { assertTableName, tableNameFromFile, TABLE_NAME_RULE } from './names.js';
 export { lineOf } from './located.js';
 export { PREVIEW_ROWS } from './read.js';
+export { OVERRIDE_TYPES } from './overrides.js';
+export { invalidCounts } from './sample-check.js';
 
 /** A preview: the inferred columns, the first rows, and the number of data rows. */
 export interface Preview extends ImportOutcome {
@@ -27,8 +30,11 @@ export interface ImportHooks {
   received?(reading: Reading): Promise<void>;
 }
 
-/** Checks the target before any byte is read: `create` must not find the table, `append` must. */
-export async function checkTarget(client: pg.ClientBase, target: Target): Promise<void> {
+/**
+ * Checks the target before any byte is read: `create` must not find the table, `append` must,
+ * and an append's renamed columns must be columns of the table, of the types chosen (if any).
+ */
+export async function checkTarget(client: pg.ClientBase, target: Target, overrides?: readonly ColumnOverride[]): Promise<void> {
   const existing = await existingColumns(client, target.schema, target.table);
   if (target.mode === 'create' && existing) {
     throw new PgError(SqlState.DuplicateTable, `table "${target.table}" already exists in repo "${target.schema}"`, {
@@ -37,6 +43,11 @@ export async function checkTarget(client: pg.ClientBase, target: Target): Promis
   }
   if (target.mode === 'append' && !existing) {
     throw new PgError(SqlState.UndefinedTable, `table "${target.table}" does not exist in repo "${target.schema}"`, { hint: 'mode=create makes it' });
+  }
+  if (target.mode === 'append' && existing && overrides) {
+    // The columns not renamed are known only from the file; appendTargets checks them all again then.
+    const named = overrides.filter((o) => o.name !== undefined);
+    appendTargets(target, existing, named.map((o) => o.name!), true, named);
   }
 }
 
@@ -53,7 +64,7 @@ export async function importUpload(client: pg.ClientBase, source: AsyncIterable<
   } catch (err: unknown) {
     throw fromDriverError(err) ?? err;
   }
-  await checkTarget(client, target);
+  await checkTarget(client, target, opts.columns);
   const upload = await openUpload(counted(source, progress), opts);
   const received = async (reading: Reading) => hooks.received?.(reading);
   const { format, delimiter } = upload;
@@ -74,7 +85,9 @@ async function importRows(client: pg.ClientBase, upload: OpenedUpload, opts: Par
     if (target.mode === 'append') {
       const existing = await existingColumns(client, target.schema, target.table);
       if (!existing) throw new PgError(SqlState.UndefinedTable, `table "${target.table}" does not exist in repo "${target.schema}"`);
-      rows = await appendRows(client, target, existing, reading.columns.map((c) => c.name), reading.header, reading.skipLine);
+      const byName = reading.header || renames(opts.columns);
+      const mapped = appendTargets(target, existing, reading.columns.map((c) => c.name), byName, opts.columns);
+      rows = await appendRows(client, target, mapped, reading.skipLine);
     } else {
       rows = await createTable(client, target, reading.columns, reading.skipLine);
     }

@@ -68,3 +68,23 @@ export function columnNames(cells: readonly (string | null)[], width: number = c
   }
   return names;
 }
+
+/** Postgres' system columns: no table may have a column of these names. */
+const SYSTEM_COLUMNS = ['tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid'];
+
+export const COLUMN_NAME_RULE = `a column name is 1–${MAX_IDENTIFIER_BYTES} bytes of UTF-8 without control characters, not blank, without spaces at either end, and not a system column (${SYSTEM_COLUMNS.join(', ')})`;
+
+/**
+ * Whether the caller may name a column `name`. Names the caller chooses are refused rather than
+ * cleaned (as header cells are by columnNames): they were typed on purpose, so a silent change
+ * would surprise.
+ */
+export function isColumnName(name: string): boolean {
+  return (
+    name.trim() !== '' &&
+    name === name.trim() &&
+    !CONTROL.test(name) &&
+    Buffer.byteLength(name, 'utf8') <= MAX_IDENTIFIER_BYTES &&
+    !SYSTEM_COLUMNS.includes(name)
+  );
+}

@@ -4,6 +4,7 @@
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import { assertTableName, tableNameFromFile } from './names.js';
+import { parseOverrides } from './overrides.js';
 import { FORMATS, HEADER_MODES, MODES, type Format, type HeaderMode, type ImportMode, type ParseOptions } from './types.js';
 
 /** Form fields by name; a field sent several times keeps every value. */
@@ -17,7 +18,7 @@ export interface UploadOptions extends ParseOptions {
   async?: boolean | undefined;
 }
 
-const KNOWN = new Set(['repo', 'table_name', 'mode', 'format', 'header', 'delimiter', 'null_values', 'encoding', 'async']);
+const KNOWN = new Set(['repo', 'table_name', 'mode', 'format', 'header', 'delimiter', 'null_values', 'encoding', 'async', 'columns']);
 
 function invalid(message: string, hint?: string): PgError {
   return new PgError(SqlState.InvalidParameterValue, message, { hint });
@@ -72,6 +73,7 @@ export function uploadOptions(fields: Fields, fileName: string | undefined, forT
   if (forTable) assertTableName(table);
   const asyncField = one(fields, 'async');
   if (asyncField !== undefined && asyncField !== 'true' && asyncField !== 'false') throw invalid(`invalid async "${asyncField}"`, 'true or false');
+  const columns = one(fields, 'columns');
   return {
     repo: one(fields, 'repo'),
     table,
@@ -83,5 +85,6 @@ export function uploadOptions(fields: Fields, fileName: string | undefined, forT
     encoding: one(fields, 'encoding') || 'utf-8',
     fileName,
     async: asyncField === undefined ? undefined : asyncField === 'true',
+    columns: columns === undefined || columns === '' ? undefined : parseOverrides(columns),
   };
 }

@@ -11,6 +11,7 @@ import { Inference, isHeaderRow } from './infer.js';
 import { jsonReader } from './json.js';
 import { raggedRow } from './located.js';
 import { columnNames } from './names.js';
+import { resolveColumns } from './overrides.js';
 import { assertTextLike, detectDelimiter, detectFormat } from './sniff.js';
 import { copyLine, MAX_COLUMNS, tooManyColumns, type RowSink } from './staging.js';
 import type { Format, InferredColumn, ParseOptions, ParsedRow, Progress, RowReader } from './types.js';
@@ -27,6 +28,7 @@ export interface Reading {
   delimiter?: string | undefined;
   /** Whether the first row named the columns (always true for JSON objects). */
   header: boolean;
+  /** The inferred columns, with the caller's overrides (ParseOptions.columns) applied. */
   columns: InferredColumn[];
   /** Data rows (the header excluded). */
   rows: number;
@@ -161,6 +163,7 @@ export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (
   names ??= columnNames([], width);
   if (names.length < width) names = columnNames(names, width);
   progress.rows = staged;
-  const columns = inference.types().map((t, i) => ({ name: names![i]!, ...t }));
+  const inferred = inference.types().map((t, i) => ({ name: names![i]!, ...t }));
+  const columns = resolveColumns(inferred, opts.columns);
   return { format, delimiter, header, columns, rows: staged, skipLine, sample: sample.slice(0, PREVIEW_ROWS) };
 }

@@ -18,6 +18,18 @@ export type HeaderMode = (typeof HEADER_MODES)[number];
 /** The SQL types inference chooses from, as `format_type` spells them. */
 export type ColumnType = 'boolean' | 'bigint' | 'numeric' | 'double precision' | 'date' | 'timestamp without time zone' | 'timestamp with time zone' | 'jsonb' | 'text';
 
+/**
+ * The SQL types a column of an upload may be given, as `format_type` spells them: the inferred
+ * ones, and those an override may choose besides (overrides.ts; `numeric(p,s)` with a typmod).
+ */
+export type SqlType = ColumnType | 'integer' | 'uuid' | `numeric(${number},${number})`;
+
+/** The caller's choice for one column of the file: a new name, a type, both, or neither (keep). */
+export interface ColumnOverride {
+  name?: string | undefined;
+  type?: SqlType | undefined;
+}
+
 /** One record of the file: where it starts (line, or row/element for XLSX/JSON) and its cells; null is SQL NULL. */
 export interface ParsedRow {
   line: number;
@@ -47,12 +59,14 @@ export interface ParseOptions {
   encoding: string;
   /** The file's name, for format sniffing by extension. */
   fileName?: string | undefined;
+  /** Names and types chosen by the caller, one entry per column of the file, in order (overrides.ts). */
+  columns?: readonly ColumnOverride[] | undefined;
 }
 
-/** An inferred column of the result. */
+/** A column of the result: inferred, or as an override chose it. */
 export interface InferredColumn {
   name: string;
-  type: ColumnType;
+  type: SqlType;
   /** The `to_date` layout of a non-ISO date column. */
   dateLayout?: string | undefined;
 }

@@ -63,20 +63,64 @@ describe('repos of their owner', () => {
     expect(r.status).toBe(200);
     const body = (await r.json()) as RepoJson & { tables: unknown };
     expect(body.name).toBe(`${alice.name}/sales`);
+    const plain = (name: string, type: string) => ({ name, type, nullable: true, default: null });
     expect(body.tables).toEqual([
       {
         name: 'Orders 2024',
-        columns: [
-          { name: 'id', type: 'BIGINT' },
-          { name: 'price', type: 'NUMERIC(10,2)' },
-          { name: 'tags', type: 'TEXT[]' },
-          { name: 'at', type: 'TIMESTAMP WITH TIME ZONE' },
-        ],
+        // Postgres 17 keeps reltuples at -1 until the first VACUUM or ANALYZE: "unknown", not 0.
+        row_estimate: null,
+        primary_key: [],
+        columns: [plain('id', 'BIGINT'), plain('price', 'NUMERIC(10,2)'), plain('tags', 'TEXT[]'), plain('at', 'TIMESTAMP WITH TIME ZONE')],
       },
-      { name: 'cheap', columns: [{ name: 'id', type: 'BIGINT' }] },
+      { name: 'cheap', row_estimate: null, primary_key: [], columns: [plain('id', 'BIGINT')] },
     ]);
     // The path works with and without its trailing slash.
     expect((await srv.call(alice.key, 'GET', `/repos/${alice.name}/sales`)).status).toBe(200);
+  });
+
+  it('GET /repos/<user>/<repo>/ adds primary keys in key order, NOT NULL, defaults and the planner\'s row estimate', async () => {
+    await srv.call(alice.key, 'POST', '/repos/', { name: 'meta' });
+    const s = `"${alice.name}/meta"`;
+    // Names with spaces, quotes and slashes are reported exactly; the key's order is not the columns' order.
+    const created = await srv.query(
+      alice.key,
+      `CREATE TABLE ${s}."line ""items""/2024" ("order" bigint, "line no" integer, sku text NOT NULL DEFAULT 'n/a', qty integer DEFAULT 1, at timestamptz DEFAULT now(), double integer GENERATED ALWAYS AS (qty * 2) STORED, PRIMARY KEY ("line no", "order"))`,
+    );
+    expect(created.status, created.text).toBe(200);
+    expect((await srv.query(alice.key, `INSERT INTO ${s}."line ""items""/2024" ("order", "line no") SELECT i / 10, i % 10 FROM generate_series(0, 1233) AS i`)).status).toBe(200);
+    expect((await srv.query(alice.key, `CREATE TABLE ${s}.empty (id serial PRIMARY KEY)`)).status).toBe(200);
+    await srv.control.admin.query(`ANALYZE ${s}."line ""items""/2024"`);
+    const r = await srv.call(alice.key, 'GET', `/repos/${alice.name}/meta/`);
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { tables: unknown };
+    expect(body.tables).toEqual([
+      {
+        name: 'empty',
+        row_estimate: null,
+        primary_key: ['id'],
+        columns: [{ name: 'id', type: 'INTEGER', nullable: false, default: `nextval('"${alice.name}/meta".empty_id_seq'::regclass)` }],
+      },
+      {
+        name: 'line "items"/2024',
+        // ANALYZE of a table this small reads every row: the estimate is exact.
+        row_estimate: 1234,
+        primary_key: ['line no', 'order'],
+        columns: [
+          { name: 'order', type: 'BIGINT', nullable: false, default: null },
+          { name: 'line no', type: 'INTEGER', nullable: false, default: null },
+          { name: 'sku', type: 'TEXT', nullable: false, default: "'n/a'::text" },
+          { name: 'qty', type: 'INTEGER', nullable: true, default: '1' },
+          { name: 'at', type: 'TIMESTAMP WITH TIME ZONE', nullable: true, default: 'now()' },
+          // A generation expression is not a default.
+          { name: 'double', type: 'INTEGER', nullable: true, default: null },
+        ],
+      },
+    ]);
+    // After a TRUNCATE, ANALYZE says 0 rows: known to be empty, unlike never analysed.
+    await srv.control.admin.query(`TRUNCATE ${s}."line ""items""/2024"`);
+    await srv.control.admin.query(`ANALYZE ${s}."line ""items""/2024"`);
+    const after = (await (await srv.call(alice.key, 'GET', `/repos/${alice.name}/meta/`)).json()) as { tables: { row_estimate: number | null }[] };
+    expect(after.tables.map((t) => t.row_estimate)).toEqual([null, 0]);
   });
 
   it('PATCH changes visibility and description; the sharing follows at once', async () => {

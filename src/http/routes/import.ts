@@ -3,7 +3,9 @@
  * the file part (or in the query string); the file is parsed and staged as it arrives, on a
  * connection of the caller's own role. Uploads larger than `importAsyncBytes` (Content-Length),
  * or sent with `async=true`, answer 202 at once with the job (Location: its URL) and the answer
- * ends when the whole file has been read; the others answer 200 with the finished job.
+ * ends when the whole file has been read; the others answer 200 with the finished job. The
+ * `columns` field (names and types chosen per column, see src/ingest/overrides.ts) applies to
+ * both the upload and the preview; the preview then counts the previewed values each type refuses.
  */
 import { Readable } from 'node:stream';
 import multipart, { type MultipartFile, type Multipart } from '@fastify/multipart';
@@ -11,7 +13,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type, { type Static } from 'typebox';
 import type { ControlPlane } from '../../control/control-plane.js';
 import { createImportJob, finishImportJob, getImportJob, updateImportJob, type ImportJob } from '../../control/imports.js';
-import { importUpload, lineOf, previewUpload, type ImportOutcome, type Progress } from '../../ingest/index.js';
+import { importUpload, invalidCounts, lineOf, previewUpload, type ImportOutcome, type Preview, type Progress } from '../../ingest/index.js';
 import { uploadOptions, type UploadOptions } from '../../ingest/options.js';
 import type { Config } from '../../shared/config.js';
 import { PgError, SqlState } from '../../shared/errors.js';
@@ -47,11 +49,15 @@ const Job = Type.Object(
   },
   { $id: 'ImportJob' },
 );
+const PreviewColumn = Type.Object({
+  ...Column.properties,
+  invalid: Type.Optional(Type.Integer({ description: 'with the columns field: how many values of `data` in this column do not read as its type' })),
+});
 const PreviewAnswer = Type.Object({
   format: Type.String(),
   header: Type.Boolean(),
   delimiter: Type.Union([Type.String(), Type.Null()]),
-  columns: Type.Array(Column),
+  columns: Type.Array(PreviewColumn),
   rows: Type.Integer({ description: 'data rows in the whole file' }),
   data: Type.Array(Type.Array(Type.Union([Type.String(), Type.Null()])), { description: 'the first 20 rows, as text' }),
 });
@@ -133,7 +139,8 @@ async function authorize(control: ControlPlane, user: string, opts: UploadOption
 }
 
 export const importRoutes: FastifyPluginAsyncTypebox<ImportDeps> = async (app, { control, pools, config }) => {
-  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 22 } });
+  // 256 KiB per field: the columns field of a wide file (up to 1,599 entries) is the largest.
+  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 20, fieldSize: 256 * 1024, parts: 22 } });
 
   const open = async (req: import('fastify').FastifyRequest, forTable: boolean) => {
     const length = Number(req.headers['content-length']);
@@ -145,12 +152,29 @@ export const importRoutes: FastifyPluginAsyncTypebox<ImportDeps> = async (app, {
     return { parts, file, length, opts: uploadOptions(fields, file.filename, forTable) };
   };
 
+  /** With overrides, the previewed values each column's chosen type refuses (checked as the caller's role). */
+  const invalidOf = async (user: string, p: Preview): Promise<number[]> => {
+    const client = await pools.connect(user);
+    let failure: unknown;
+    try {
+      return await invalidCounts(client, p.sample, p.columns);
+    } catch (err: unknown) {
+      failure = err;
+      throw err;
+    } finally {
+      pools.release(client, failure === undefined ? undefined : new Error('preview check failed'));
+    }
+  };
+
   app.post('/import/preview', { schema: { summary: 'infer the table of a file without creating it', tags: ['import'], consumes: ['multipart/form-data'], response: { 200: PreviewAnswer } } }, async (req) => {
-    principalOf(req);
+    const user = principalOf(req).user;
     const { parts, file, opts } = await open(req, false);
     const p = await previewUpload(fileBytes(file, config.importMaxBytes), opts);
     await rest(parts);
-    return { ...resultJson(p), rows: p.rows, data: p.sample };
+    const answer = { ...resultJson(p), rows: p.rows, data: p.sample };
+    if (!opts.columns) return answer;
+    const invalid = await invalidOf(user, p);
+    return { ...answer, columns: answer.columns.map((c, i) => ({ ...c, invalid: invalid[i]! })) };
   });
 
   app.get('/import/:id', { schema: { summary: 'an import job', tags: ['import'], params: Type.Object({ id: Type.String() }), response: { 200: Job } } }, async (req) => {

@@ -8,7 +8,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ControlPlane, RepoAccess, RepoInfo, RepoRef } from '../../control/control-plane.js';
 import { schemaName } from '../../control/names.js';
 import { PgError, SqlState } from '../../shared/errors.js';
-import { listTables } from '../../upstream/query-catalog.js';
+import { listTables, type TableInfo } from '../../upstream/query-catalog.js';
 import { principalOf } from '../auth.js';
 import {
   CollaboratorList,
@@ -35,6 +35,11 @@ export function repoJson(info: RepoInfo, permission: RepoAccess): Repo {
     created_at: info.createdAt.toISOString(),
     permission,
   };
+}
+
+/** The API's spelling of a table of the catalog. */
+function tableJson(t: TableInfo): RepoDetail['tables'][number] {
+  return { name: t.name, row_estimate: t.rowEstimate, primary_key: t.primaryKey, columns: t.columns };
 }
 
 function notFound(ref: RepoRef): PgError {
@@ -87,11 +92,11 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
 
   app.get(
     '/repos/:owner/:repo/',
-    { schema: { summary: 'a repo with its tables and columns', tags: ['repos'], params: RepoParams, response: { 200: RepoDetail } } },
+    { schema: { summary: 'a repo with its tables: columns, primary key, estimated rows', tags: ['repos'], params: RepoParams, response: { 200: RepoDetail } } },
     async (req) => {
       const { info, access } = await readable(control, principalOf(req).user, req.params);
       // The admin pool sees every schema: reached only after the read check above.
-      return { ...repoJson(info, access), tables: await listTables(control.admin, info.name) };
+      return { ...repoJson(info, access), tables: (await listTables(control.admin, info.name)).map(tableJson) };
     },
   );
 

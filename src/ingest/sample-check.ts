@@ -1,0 +1,42 @@
+/**
+ * The preview's check of chosen types: how many of the previewed values of each column would
+ * not load as its type. Postgres decides (`pg_input_is_valid`, Postgres 16+), since the load
+ * casts with Postgres' own input functions and those accept more than inference does (` 42` is
+ * a valid BIGINT); one statement for the whole sample, whatever its width.
+ */
+import type pg from 'pg';
+import { fromDriverError } from '../upstream/pg-error.js';
+import type { InferredColumn } from './types.js';
+
+const COUNT_SQL = `
+SELECT s.i, count(*)::int AS invalid
+  FROM unnest($1::text[], $2::int[]) AS s(v, i)
+ WHERE NOT pg_catalog.pg_input_is_valid(s.v, ($3::text[])[s.i])
+ GROUP BY s.i`;
+
+/**
+ * For each of `columns`, the number of non-NULL values of `sample` (rows of text, in column
+ * order) that do not read as the column's type. TEXT takes everything; a non-ISO DATE column
+ * was given its layout because every value of the file fits it.
+ */
+export async function invalidCounts(client: pg.ClientBase, sample: readonly (readonly (string | null)[])[], columns: readonly InferredColumn[]): Promise<number[]> {
+  const values: string[] = [];
+  const index: number[] = [];
+  for (const row of sample) {
+    columns.forEach((c, i) => {
+      const v = row[i];
+      if (v === null || v === undefined || c.type === 'text' || c.dateLayout !== undefined) return;
+      values.push(v);
+      index.push(i + 1); // SQL arrays are 1-based
+    });
+  }
+  const counts = columns.map(() => 0);
+  if (values.length === 0) return counts;
+  try {
+    const res = await client.query<{ i: number; invalid: number }>(COUNT_SQL, [values, index, columns.map((c) => c.type)]);
+    for (const r of res.rows) counts[r.i - 1] = r.invalid;
+  } catch (err: unknown) {
+    throw fromDriverError(err) ?? err;
+  }
+  return counts;
+}
