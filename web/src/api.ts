@@ -169,3 +169,57 @@ export const listKeys = async () => (await request<KeyList>('GET', '/keys/')).ke
 export const createKey = () => request<NewKey>('POST', '/keys/', { body: {} });
 
 export const revokeKey = (id: string) => request<void>('DELETE', `/keys/${segment(id)}`);
+
+// --- queries -------------------------------------------------------------------------------
+
+/**
+ * `POST /query/` with the answer as text: the caller parses it (table/exact-json.ts) so that
+ * numbers keep every digit Postgres printed, which `res.json()` would round. Failures are
+ * ApiErrors as for every other request; `signal` lets a page drop a request it no longer needs.
+ */
+export async function postQueryText(queryString: string, signal?: AbortSignal): Promise<string> {
+  const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': 'application/json' };
+  if (csrfToken !== null) headers['X-CSRF-Token'] = csrfToken;
+  try {
+    const res = await fetch(`${BASE}/query/`, {
+      method: 'POST',
+      headers,
+      credentials: 'same-origin',
+      body: JSON.stringify({ query_string: queryString }),
+      signal,
+    });
+    if (res.ok) return await res.text();
+    const error = await errorOf(res);
+    if (res.status === 401) onUnauthorized?.();
+    throw error;
+  } catch (err) {
+    if (err instanceof ApiError || (err instanceof DOMException && err.name === 'AbortError')) throw err;
+    throw new ApiError(0, '08006', 'Could not reach the server.', 'Check your network connection and try again.');
+  }
+}
+
+// --- answers that are not JSON ---------------------------------------------------------------
+
+/**
+ * A request whose body or answer is not JSON — a form upload, a streamed or CSV query result —
+ * sent like every other (session cookie, `X-CSRF-Token` on changes, a 401 ends the session) but
+ * answered with the Response as it came: the caller reads its body, and its error on a status
+ * that is not ok. A network failure is an ApiError; an aborted request stays an `AbortError`.
+ */
+export async function send(
+  method: string,
+  path: string,
+  init: { body?: BodyInit; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Response> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (method !== 'GET' && csrfToken !== null) headers['X-CSRF-Token'] = csrfToken;
+  let res: Response;
+  try {
+    res = await fetch(BASE + path, { method, headers, credentials: 'same-origin', body: init.body, signal: init.signal });
+  } catch (err) {
+    if (err instanceof DOMException && err.name === 'AbortError') throw err;
+    throw new ApiError(0, '08006', 'Could not reach the server.', 'Check your network connection and try again.');
+  }
+  if (res.status === 401) onUnauthorized?.();
+  return res;
+}

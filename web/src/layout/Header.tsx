@@ -18,6 +18,9 @@ export function Header() {
             <span className="visually-hidden">Logged in as </span>
             {user}
           </span>
+          <Link href="/sql" className="button button-quiet">
+            SQL editor
+          </Link>
           <ConnectButton />
           <button type="button" className="button button-quiet" onClick={() => void logOut()}>
             Log out
