@@ -12,3 +12,18 @@ export function quoteIdent(name: string): string {
 export function qualifiedTable(repoName: string, table: string): string {
   return `${quoteIdent(repoName)}.${quoteIdent(table)}`;
 }
+
+/**
+ * A Postgres string literal: `'` doubled. Text holding a backslash is written as an escape
+ * string (`E'…'`, backslashes doubled), which reads the same whatever
+ * `standard_conforming_strings` says — as libpq's PQescapeLiteral does.
+ */
+export function quoteLiteral(text: string): string {
+  const quoted = `'${text.replaceAll("'", "''")}'`;
+  return text.includes('\\') ? `E${quoted.replaceAll('\\', '\\\\')}` : quoted;
+}
+
+/** Text matched literally inside a LIKE/ILIKE pattern: `\`, `%` and `_` escaped with `\` (LIKE's default escape). */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

@@ -1,8 +1,11 @@
-import { useLocation } from 'wouter';
+import { useCallback } from 'react';
+import { Link, useLocation } from 'wouter';
 import { deleteRepo, getRepo, listCollaborators, removeCollaborator, setCollaborator, updateRepo } from '../api.ts';
 import { NotFoundPage } from '../layout/NotFoundPage.tsx';
 import { ErrorMessage } from '../lib/ErrorMessage.tsx';
 import { useResource } from '../lib/useResource.ts';
+import { useLiveSchema } from '../live/useLiveSchema.ts';
+import { uploadHref } from '../table/paths.ts';
 import { Collaborators } from './Collaborators.tsx';
 import { DeleteRepo } from './DeleteRepo.tsx';
 import { RepoSettings } from './RepoSettings.tsx';
@@ -18,6 +21,9 @@ export function RepoPage({ owner, repo }: { owner: string; repo: string }) {
   const detail = useResource(() => getRepo(owner, repo), [owner, repo]);
   const isOwner = detail.data?.permission === 'own';
   const collaborators = useResource(() => (isOwner ? listCollaborators(owner, repo) : Promise.resolve([])), [owner, repo, isOwner]);
+  // Tables created, changed or dropped anywhere (psql, an upload, another tab) show up here.
+  const reload = detail.reload;
+  useLiveSchema(`${owner}/${repo}`, useCallback(() => reload(), [reload]));
 
   if (detail.status === 'loading') {
     return (
@@ -36,8 +42,17 @@ export function RepoPage({ owner, repo }: { owner: string; repo: string }) {
     <>
       <RepoSummary repo={data} />
       <section className="section" aria-labelledby="tables-heading">
-        <h2 id="tables-heading">Tables</h2>
-        <TableList tables={data.tables} />
+        <div className="section-head">
+          <h2 id="tables-heading" style={{ marginBottom: 0 }}>
+            Tables
+          </h2>
+          {(data.permission === 'own' || data.permission === 'write') && (
+            <Link href={uploadHref(owner, repo)} className="button button-small">
+              Upload
+            </Link>
+          )}
+        </div>
+        <TableList owner={owner} repo={repo} tables={data.tables} />
       </section>
       {isOwner && (
         <>

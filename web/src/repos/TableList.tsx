@@ -1,27 +1,35 @@
+import { Link } from 'wouter';
 import type { RepoDetail } from '../api.ts';
+import { estimateText, type TableInfo } from '../table/meta.ts';
+import { tableHref } from '../table/paths.ts';
 
-type Table = RepoDetail['tables'][number];
-
-/** The repo's tables, each as a table of its columns and their SQL types. */
-export function TableList({ tables }: { tables: Table[] }) {
+/**
+ * The repo's tables, each a link to its page with its estimated size, and a table of its columns
+ * and their SQL types.
+ */
+export function TableList({ owner, repo, tables }: { owner: string; repo: string; tables: RepoDetail['tables'] }) {
   if (tables.length === 0) {
     return (
       <div className="empty">
         <p>No tables yet.</p>
-        <p className="muted">Create one with CREATE TABLE from psql, any Postgres driver or the REST API: the Connect button has the details.</p>
+        <p className="muted">Upload a file, or create one with CREATE TABLE from psql, any Postgres driver or the REST API: the Connect button has the details.</p>
       </div>
     );
   }
+  const list: readonly TableInfo[] = tables;
   return (
     <ul className="table-list">
-      {tables.map((t) => (
+      {list.map((t) => (
         <li key={t.name} className="card">
           <table className="columns">
             <caption>
-              <span className="table-name">{t.name}</span>
+              <Link href={tableHref(owner, repo, t.name)} className="table-name table-link">
+                {t.name}
+              </Link>
               <span className="muted">
                 {' '}
                 · {t.columns.length} {t.columns.length === 1 ? 'column' : 'columns'}
+                {estimateText(t.row_estimate) ? ` · ${estimateText(t.row_estimate)}` : ''}
               </span>
             </caption>
             <thead>
