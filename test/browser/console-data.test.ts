@@ -46,6 +46,7 @@ beforeAll(async () => {
   admin = new pg.Client({ connectionString: svc.config.upstreamUrl });
   await admin.connect();
   const context = await browser.newContext({ baseURL: svc.httpUrl });
+  context.setDefaultTimeout(10_000);
   page = await context.newPage();
   page.on('dialog', (d) => {
     alerts.push(d.message());
@@ -73,7 +74,7 @@ describe('the console with data', () => {
     await page.goto(`/${user}/shop`);
     await page.getByRole('link', { name: 'Upload' }).or(page.getByRole('button', { name: 'Upload' })).first().click();
     await page.waitForURL((u) => u.pathname === `/${user}/shop/-/upload`);
-    await page.getByLabel('File').setInputFiles({ name: 'orders.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+    await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'orders.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
     await expect.poll(() => page.getByLabel('Type of column 1').inputValue()).toBe('DATE');
     expect(await page.getByLabel('Type of column 2').inputValue()).toBe('TEXT'); // leading zeros kept
     await expect.poll(() => page.getByText(HOSTILE).first().isVisible()).toBe(true);
@@ -102,17 +103,19 @@ describe('the console with data', () => {
   });
 
   it('sorts and filters the grid', async () => {
-    await page.getByRole('columnheader', { name: 'amount' }).getByRole('button', { name: 'amount' }).click();
-    await page.getByRole('columnheader', { name: 'amount' }).getByRole('button', { name: 'amount' }).click(); // descending
-    await expect.poll(async () => (await page.getByRole('row').nth(1).textContent()) ?? '').toContain('97.50');
+    const sort = page.getByRole('columnheader', { name: 'amount', exact: true }).getByRole('button', { name: 'amount', exact: true });
+    await sort.click();
+    await sort.click(); // descending
+    // Descending by amount: the first data row (after the header and filter rows) is the largest.
+    await expect.poll(async () => (await page.getByRole('row').allTextContents())[2] ?? '').toContain('0103997.5');
     await page.getByLabel('Filter zip', { exact: true }).fill('01005');
     await page.getByLabel('Filter zip', { exact: true }).press('Enter');
-    await expect.poll(() => page.getByText('01006').count()).toBe(0);
+    await expect.poll(() => page.getByText('01039').count()).toBe(0);
     await expect.poll(() => page.getByText('01005').first().isVisible()).toBe(true);
     await screenshot(page, shots, '03-grid-filtered');
     await page.getByLabel('Filter zip', { exact: true }).fill('');
     await page.getByLabel('Filter zip', { exact: true }).press('Enter');
-    await expect.poll(() => page.getByText('01006').first().isVisible()).toBe(true);
+    await expect.poll(() => page.getByText('01039').first().isVisible()).toBe(true);
   });
 
   it('renames a column, showing the exact SQL first', async () => {
@@ -142,7 +145,6 @@ describe('the console with data', () => {
     dialog = page.getByRole('dialog');
     await dialog.getByLabel('Type', { exact: true }).selectOption('bigint');
     await expect.poll(() => dialog.getByText('40 values would fail the automatic conversion to bigint.').isVisible()).toBe(true);
-    expect(await dialog.getByText(HOSTILE).count()).toBeGreaterThanOrEqual(0); // examples render as text
     expect(await page.locator('img[src="x"]').count()).toBe(0);
     await screenshot(page, shots, '05-change-type-failures');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
@@ -163,7 +165,7 @@ describe('the console with data', () => {
 
   it('edits a cell (the table has a primary key now)', async () => {
     await page.getByRole('button', { name: 'Refresh' }).click();
-    await page.getByText('item 5', { exact: true }).dblclick();
+    await page.getByText('item 39', { exact: true }).dblclick(); // the top row, sorted by amount descending
     const input = page.getByLabel(/^Value of title in row/);
     await input.fill('edited');
     await input.press('Enter');
@@ -193,7 +195,7 @@ describe('the console with data', () => {
     await page.keyboard.press('Control+a');
     await page.keyboard.type('SELECT pg_sleep(30)');
     await page.getByRole('button', { name: 'Run' }).click();
-    const sleeping = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND query = 'SELECT pg_sleep(30)' AND state = 'active'`, [user])).rows[0]!.n;
+    const sleeping = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND query LIKE '%SELECT pg_sleep(30)' AND state = 'active'`, [user])).rows[0]!.n;
     await expect.poll(sleeping).toBe(1);
     const start = Date.now();
     await page.getByRole('button', { name: 'Cancel' }).click();
