@@ -23,8 +23,8 @@ interface Targets {
 
 const quick = process.argv.includes('--quick');
 const settings = quick
-  ? { rounds: 1, seconds: 1, restSeconds: 1, restWarmupSeconds: 0, scale: 1, connections: 500, uploadMb: 10, logins: 3 }
-  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 2, scale: 10, connections: 10_000, uploadMb: 100, logins: 20 };
+  ? { rounds: 1, seconds: 1, restSeconds: 1, restWarmupSeconds: 0, scale: 1, connections: 500, uploadMb: 10, logins: 3, gridRows: 100_000, gridRounds: 5 }
+  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 2, scale: 10, connections: 10_000, uploadMb: 100, logins: 20, gridRows: 10_000_000, gridRounds: 20 };
 const log = (s: string) => process.stderr.write(`· ${s}\n`);
 /** `--only wire,rest` runs just those scenarios (for working on one); the report marks the rest "not run". */
 const onlyArg = process.argv.indexOf('--only');
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
     if (wanted('connections')) {
       results.connections = await runConnections(env, settings.connections, log).catch((err: unknown) => `connections failed: ${(err as Error).message}`);
     }
-    if (wanted('web')) results.web = await runWeb(env, { logins: settings.logins }, log).catch((err: unknown) => `web failed: ${(err as Error).message}`);
+    if (wanted('web')) results.web = await runWeb(env, { logins: settings.logins, gridRows: settings.gridRows, gridRounds: settings.gridRounds }, log).catch((err: unknown) => `web failed: ${(err as Error).message}`);
   } finally {
     await env.stop();
   }
@@ -151,6 +151,10 @@ async function main(): Promise<void> {
     { name: 'upload with inference vs psql \\copy', target: '≥ 0.5', ratio: upload?.ratio ?? NaN, passed: (upload?.ratio ?? 0) >= 0.5 },
     { name: 'idle connections: KB RSS each', target: '< 20', ratio: conns ? conns.bytesPerConnection / 1024 : NaN, passed: conns ? conns.bytesPerConnection < 20 * 1024 : false },
     { name: 'web: first page JavaScript, KB gzipped', target: '≤ 150', ratio: web ? web.firstPageJsGzip / 1024 : NaN, passed: web ? web.firstPageJsGzip <= 150 * 1024 : false },
+    ...(['keysetFirstPage', 'keysetDeepPage'] as const).map((k) => {
+      const r = web ? web.grid[k].median / web.grid.plainFirstPage.median : NaN;
+      return { name: `web: grid ${k === 'keysetFirstPage' ? 'first page' : 'page 100 deep'} vs plain SELECT … LIMIT 100 (POST /query/)`, target: '≤ 1.2', ratio: r, passed: r <= 1.2 };
+    }),
     // The same goals for one process: what a single event loop reaches (reported, not the product).
     ...wireGoals.map(([label, scenario, min]) => goal(`1 process: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, SINGLE))),
     goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process')),
@@ -193,7 +197,7 @@ async function main(): Promise<void> {
     web
       ? `Web console: first page ${fmt(web.firstPageJsGzip / 1024, 1)} KB of JavaScript gzipped (all assets: ${Object.entries(web.assets)
           .map(([n, b]) => `${n} ${fmt(b / 1024, 1)} KB`)
-          .join(', ')}); log-in to the repo list rendered in Chromium p50 ${fmt(web.loginToList.median)} ms (min ${fmt(web.loginToList.min)}, max ${fmt(web.loginToList.max)}, ${web.loginToList.samples.length} log-ins).`
+          .join(', ')}); log-in to the repo list rendered in Chromium p50 ${fmt(web.loginToList.median)} ms (min ${fmt(web.loginToList.min)}, max ${fmt(web.loginToList.max)}, ${web.loginToList.samples.length} log-ins); SQL editor chunk ${fmt(web.sqlEditorJsGzip / 1024, 1)} KB gzipped. Grid of a ${fmt(web.grid.rows)}-row table through POST /query/, p50 ms: plain first page ${fmt(web.grid.plainFirstPage.median, 2)}, keyset first page ${fmt(web.grid.keysetFirstPage.median, 2)}, keyset page 100 deep ${fmt(web.grid.keysetDeepPage.median, 2)}, OFFSET 9,900 ${fmt(web.grid.offsetDeepPage.median, 2)}.`
       : `Web console: ${String(results.web ?? 'not run')}`,
     '',
     '| target | goal | measured | |',
