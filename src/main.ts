@@ -10,6 +10,7 @@ import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
 import { createPolicy } from './policy/index.js';
+import type { QueryCancelPeers } from './http/running-queries.js';
 import type { CancelPeers } from './wire/cancel.js';
 import { startWireServer } from './wire/server.js';
 
@@ -32,8 +33,10 @@ function listenError(err: unknown, what: string, host: string, port: number, env
 }
 
 export interface ServiceOptions {
-  /** Set when this process is one of several workers sharing the ports. */
+  /** Set when this process is one of several workers sharing the ports: where wire CancelRequests not for this process go. */
   cancelPeers?: CancelPeers;
+  /** Likewise for REST query cancels (`POST /query/<id>/cancel`). */
+  queryCancelPeers?: QueryCancelPeers;
 }
 
 export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
@@ -55,7 +58,7 @@ export async function startService(config: Config, log: Logger, options: Service
     cleanup.push(() => pools.close());
     const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
     cleanup.push(async () => sessions.close());
-    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers });
     await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
       throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');
     });

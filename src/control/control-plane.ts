@@ -7,7 +7,7 @@ import type { Logger } from '../shared/logger.js';
 import type { Cluster } from '../upstream/cluster.js';
 import { secretFingerprint } from '../upstream/roles.js';
 import { inTransaction } from './db.js';
-import { CACHE_TTL_MS, listen, type ControlEvent } from './events.js';
+import { CACHE_TTL_MS, listen, type ListenerEvent, type SchemaChange } from './events.js';
 import {
   invalidKey,
   insertKey,
@@ -23,7 +23,7 @@ import {
   type ScramCredentials,
   type StoredKey,
 } from './keys.js';
-import { migrate } from './migrations.js';
+import { migrate, schemaEventsInstalled } from './migrations.js';
 import { parseRepoRef, type RepoRef } from './names.js';
 import {
   deleteRepo,
@@ -59,6 +59,7 @@ import {
 import { TtlCache } from './ttl-cache.js';
 import { LastUsedRecorder } from './last-used.js';
 
+export type { SchemaChange };
 export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
 
 /** What one principal may reach: the policy engine's input. */
@@ -77,6 +78,7 @@ export class ControlPlane {
   private readonly rightsCache = new TtlCache<string, Rights>(CACHE_TTL_MS, 10_000);
   private readonly scram = new TtlCache<string, ScramCredentials | null>(CACHE_TTL_MS, 10_000);
   private readonly lastUsed: LastUsedRecorder;
+  private readonly schemaHandlers = new Set<(change: SchemaChange) => void>();
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
 
   private constructor(
@@ -96,6 +98,9 @@ export class ControlPlane {
     if (opts.listen) {
       plane.listener = listen(cluster.adminConfig, (e) => plane.onEvent(e), plane.log);
       await plane.listener.ready;
+      if (!(await schemaEventsInstalled(cluster.admin))) {
+        plane.log.warn('live schema updates are off: the event triggers that report schema changes need a superuser admin role, and this one is not (consoles show changes made elsewhere when reloaded)');
+      }
     }
     return plane;
   }
@@ -104,8 +109,11 @@ export class ControlPlane {
     return this.cluster.admin;
   }
 
-  private onEvent(e: ControlEvent | { kind: 'lost' }): void {
+  private onEvent(e: ListenerEvent): void {
     switch (e.kind) {
+      case 'schema':
+        for (const handler of this.schemaHandlers) handler(e.change);
+        break;
       case 'key':
         this.keys.delete(e.id);
         this.scram.clear(); // the event names the key, not its user
@@ -300,6 +308,24 @@ export class ControlPlane {
     const rights = { user, repos: await reachableRepos(this.admin, user) };
     this.rightsCache.set(user, rights, generation);
     return rights;
+  }
+
+  // ── live schema ───────────────────────────────────────────────────────────────────────
+
+  /**
+   * Calls `handler` with every schema change of every repo, made on any instance by any path,
+   * until the returned function is called. Who may see a change is the caller's business.
+   * Serving instances only (`listen`); a change is delivered once it commits.
+   */
+  onSchemaChange(handler: (change: SchemaChange) => void): () => void {
+    const own = (change: SchemaChange) => handler(change); // the same handler may subscribe twice
+    this.schemaHandlers.add(own);
+    return () => void this.schemaHandlers.delete(own);
+  }
+
+  /** How many `onSchemaChange` handlers are subscribed: one per open event stream. */
+  get schemaSubscribers(): number {
+    return this.schemaHandlers.size;
   }
 
   /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */

@@ -4,10 +4,16 @@
  */
 import type pg from 'pg';
 import { escapeIdentifier } from 'pg';
-import { inTransaction } from './db.js';
+import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
 export const CONTROL_SCHEMA = '_repobase';
+
+/** The NOTIFY channel of repo schema changes (see migration 4). */
+export const SCHEMA_EVENT_CHANNEL = 'repobase_schema';
+
+/** The event triggers of migration 4: database-wide names, so prefixed with the service's. */
+const SCHEMA_EVENT_TRIGGERS = ['repobase_schema_ddl', 'repobase_schema_drop'] as const;
 
 interface Migration {
   version: number;
@@ -113,7 +119,86 @@ const migrations: Migration[] = [
       CREATE INDEX ON ${CONTROL_SCHEMA}.web_sessions (expires_at);
     `,
   },
+  {
+    version: 4,
+    name: 'live schema events',
+    sql: () => `
+      -- Every schema change of a repo, whatever path made it (wire, REST, an upload, a function,
+      -- a DO block), is told to the serving instances: NOTIFY ${SCHEMA_EVENT_CHANNEL}, once per
+      -- repo and table, sent when the change commits (never for one rolled back). The function runs
+      -- as the role that ran the DDL (a trigger function needs no EXECUTE grant, and users have no
+      -- privilege on this schema, so they cannot change it); its search_path is pinned so that
+      -- nothing a user creates can stand in for the catalogs or pg_notify.
+      CREATE FUNCTION ${CONTROL_SCHEMA}.notify_schema_change() RETURNS event_trigger
+      LANGUAGE plpgsql
+      SET search_path = pg_catalog, pg_temp
+      AS $fn$
+      DECLARE
+        schemas text[];
+        tables text[];
+        change record;
+      BEGIN
+        -- Each event has its own catalog function; calling the other one raises an error.
+        IF TG_EVENT = 'sql_drop' THEN
+          -- Only what the statement named: a DROP TABLE also drops the table's types and indexes.
+          SELECT array_agg(coalesce(o.schema_name, CASE WHEN o.object_type = 'schema' THEN o.object_name END)),
+                 array_agg(CASE
+                   WHEN o.object_type IN ('table', 'view', 'materialized view', 'foreign table') THEN o.object_name
+                   WHEN o.object_type IN ('table column', 'table constraint', 'default value', 'trigger', 'rule', 'policy') THEN o.address_names[2]
+                 END)
+            INTO schemas, tables
+            FROM pg_event_trigger_dropped_objects() o
+           WHERE o.original;
+        ELSE
+          -- A schema has no schema_name; an index stands for its table.
+          SELECT array_agg(coalesce(d.schema_name, n.nspname)),
+                 array_agg(CASE WHEN c.relkind IN ('r', 'p', 'v', 'm', 'f') THEN c.relname WHEN c.relkind IN ('i', 'I') THEN t.relname END)
+            INTO schemas, tables
+            FROM pg_event_trigger_ddl_commands() d
+            LEFT JOIN pg_namespace n ON d.classid = 'pg_namespace'::regclass AND n.oid = d.objid
+            LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+            LEFT JOIN pg_index i ON i.indexrelid = c.oid
+            LEFT JOIN pg_class t ON t.oid = i.indrelid;
+        END IF;
+        FOR change IN
+          -- Repos are the schemas named "<user>/<repo>": temporary schemas, public and this one
+          -- have no '/'. A repo-wide notice only when the event names no table of that repo (a
+          -- serial column's sequence is part of its CREATE TABLE).
+          WITH touched AS (
+            SELECT * FROM unnest(schemas, tables) AS u(repo, tbl) WHERE strpos(u.repo, '/') > 0
+          )
+          SELECT DISTINCT x.repo, x.tbl FROM touched x
+           WHERE x.tbl IS NOT NULL OR NOT EXISTS (SELECT FROM touched y WHERE y.repo = x.repo AND y.tbl IS NOT NULL)
+        LOOP
+          -- Identifiers are at most 63 bytes: the payload stays far below NOTIFY's 8000.
+          PERFORM pg_notify('${SCHEMA_EVENT_CHANNEL}', json_build_object('repo', change.repo, 'table', change.tbl, 'command', TG_TAG)::text);
+        END LOOP;
+      EXCEPTION WHEN OTHERS THEN
+        -- Live updates are a convenience: they must never make a user's statement fail.
+        -- (A cancel or a statement timeout is not caught by OTHERS and still ends the statement.)
+        NULL;
+      END
+      $fn$;
+
+      -- Event triggers need a superuser. Without one (a managed cluster's admin role) the
+      -- migration still applies; the service then says at start-up that live updates are off.
+      DO $do$
+      BEGIN
+        IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+          CREATE EVENT TRIGGER ${SCHEMA_EVENT_TRIGGERS[0]} ON ddl_command_end EXECUTE FUNCTION ${CONTROL_SCHEMA}.notify_schema_change();
+          CREATE EVENT TRIGGER ${SCHEMA_EVENT_TRIGGERS[1]} ON sql_drop EXECUTE FUNCTION ${CONTROL_SCHEMA}.notify_schema_change();
+        END IF;
+      END
+      $do$;
+    `,
+  },
 ];
+
+/** Whether this database has the event triggers of live schema events (they need a superuser to create). */
+export async function schemaEventsInstalled(db: Queryable): Promise<boolean> {
+  const res = await query<{ n: number }>(db, "SELECT count(*)::int AS n FROM pg_catalog.pg_event_trigger WHERE evtname = ANY($1) AND evtenabled <> 'D'", [[...SCHEMA_EVENT_TRIGGERS]]);
+  return res.rows[0]?.n === SCHEMA_EVENT_TRIGGERS.length;
+}
 
 /** Applies every migration not yet applied; returns the versions it applied. */
 export async function migrate(admin: pg.Pool): Promise<number[]> {

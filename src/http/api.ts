@@ -16,10 +16,14 @@ import { repoRoutes } from './routes/repos.js';
 import { keyRoutes } from './routes/keys.js';
 import { queryRoutes, type QueryDeps } from './routes/query.js';
 import { importRoutes } from './routes/import.js';
+import { eventRoutes } from './routes/events.js';
+import { RunningQueries, type QueryCancelPeers } from './running-queries.js';
 import { ErrorBody } from './schemas.js';
 import type { RolePools } from '../upstream/role-pools.js';
 
-export interface ApiDeps extends Omit<QueryDeps, 'maxRows'> {
+export interface ApiDeps extends Omit<QueryDeps, 'maxRows' | 'running'> {
+  /** The other worker processes, which may run the query a `POST /query/<id>/cancel` names. */
+  queryCancelPeers?: QueryCancelPeers | undefined;
   /** pg pools per role: uploads stream COPY through them. */
   pools: RolePools;
   config: Pick<
@@ -68,6 +72,9 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   await app.register(repoRoutes, { control: deps.control });
   await app.register(keyRoutes, { control: deps.control });
   const { control, policy, pools, types, sessions, sessionSettings } = deps;
-  await app.register(queryRoutes, { control, policy, sessions, sessionSettings, types, maxRows: deps.config.maxResultRows });
+  const running = new RunningQueries(deps.queryCancelPeers);
+  await app.register(queryRoutes, { control, policy, sessions, sessionSettings, types, maxRows: deps.config.maxResultRows, running });
   await app.register(importRoutes, { control, pools, config: deps.config });
+  // Counted by the rate limit once, when opened: the stream is one request however long it lasts.
+  await app.register(eventRoutes, { control });
 };

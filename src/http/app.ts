@@ -20,6 +20,7 @@ import type { SessionPool } from '../upstream/session-pool.js';
 import { api } from './api.js';
 import { CONSOLE_DIR, consolePages, registerConsole } from './console.js';
 import { installErrorHandling } from './errors.js';
+import type { QueryCancelPeers } from './running-queries.js';
 import { healthRoutes } from './routes/health.js';
 import { securityHeaders } from './security-headers.js';
 
@@ -35,6 +36,8 @@ export interface AppDeps {
   wirePort?: number;
   /** The built web console; default: `dist/web` of the package. */
   consoleDir?: string;
+  /** The other worker processes, for REST query cancels that reach another worker than the query. */
+  queryCancelPeers?: QueryCancelPeers | undefined;
 }
 
 /** Builds the HTTP front end (routes registered, not listening); the caller listens and closes it. */
@@ -83,6 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sessionSettings: restSessionSettings(deps.config),
     types: new TypeCatalog(deps.control.admin),
     wirePort: deps.wirePort ?? deps.config.pgPort,
+    queryCancelPeers: deps.queryCancelPeers,
   });
   await registerConsole(app, consoleDir);
   return app;

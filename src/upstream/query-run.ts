@@ -22,6 +22,10 @@
  * Postgres refuses a few statements inside a transaction block (VACUUM, CREATE INDEX
  * CONCURRENTLY, CREATE DATABASE…: 25001, before they do anything): those are run again after the
  * reset as a Query of its own.
+ *
+ * A statement ended early (its client gone, a cancel asked for, the row cap reached) is cancelled
+ * in Postgres — a CancelRequest to its backend, as libpq sends it — and the rest of its answer is
+ * read and dropped, so the session is idle, and reusable, once Postgres has answered.
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import {
@@ -36,7 +40,7 @@ import {
   type TransactionStatus,
 } from '../protocol/index.js';
 import type { ColumnType, TypeCatalog } from './query-types.js';
-import { noteParameterStatus, type UpstreamSession } from './session.js';
+import { cancelUpstream, noteParameterStatus, type UpstreamSession } from './session.js';
 
 /** One row: each value the text Postgres printed, or null. */
 export type Row = (string | null)[];
@@ -94,6 +98,17 @@ function lost(): PgError {
   return new PgError(SqlState.ConnectionFailure, 'upstream Postgres unavailable: the connection closed during the statement');
 }
 
+/** Postgres' own words for a cancelled statement, for the cases where Postgres did not get to say them. */
+export function canceled(): PgError {
+  return new PgError(SqlState.QueryCanceled, 'canceling statement due to user request');
+}
+
+/**
+ * How long a cancelled statement may take to end before its session is closed instead: a
+ * backend blocked in something that does not check for interrupts must not hold the session.
+ */
+const CANCEL_GRACE_MS = 5_000;
+
 /** A statement whose rows are read batch by batch. */
 export class RunningStatement {
   private fields: FieldDescription[] | undefined;
@@ -108,7 +123,9 @@ export class RunningStatement {
   /** Whether error positions count from the reset in front of the statement. */
   private readonly prefixed: boolean;
   private abandoned = false;
-  private wake: (() => void) | undefined;
+  /** Set once the statement is being ended early: rows are dropped as they arrive. */
+  private cancelling: Promise<void> | undefined;
+  private readonly waiters = new Set<() => void>();
 
   private constructor(
     private readonly session: UpstreamSession,
@@ -122,13 +139,22 @@ export class RunningStatement {
   /**
    * Sends `sql` and waits for its columns and first batch of at most `batchRows` rows (or its
    * end), so an error raised before any row is thrown here, while the answer's status can still
-   * say so. `columns` are then known.
+   * say so. `columns` are then known. When `signal` aborts (before or after this resolves), the
+   * statement is cancelled (see `cancel`) and ends with 57014.
    */
-  static async start(session: UpstreamSession, sql: string, types: TypeCatalog, batchRows: number): Promise<{ statement: RunningStatement; columns: Column[]; firstRows: Row[] }> {
+  static async start(
+    session: UpstreamSession,
+    sql: string,
+    types: TypeCatalog,
+    batchRows: number,
+    signal?: AbortSignal,
+  ): Promise<{ statement: RunningStatement; columns: Column[]; firstRows: Row[] }> {
+    if (signal?.aborted) throw canceled();
     const reset: Reset = !session.needsReset ? 'none' : !session.readingChanged ? 'prefix' : 'alone';
-    let statement = await RunningStatement.send(session, sql, batchRows, reset);
+    let statement = await RunningStatement.send(session, sql, batchRows, reset, signal);
     if (reset === 'prefix' && statement.error?.code === SqlState.ActiveSqlTransaction && statement.reusable) {
-      statement = await RunningStatement.send(session, sql, batchRows, 'alone');
+      if (signal?.aborted) throw canceled();
+      statement = await RunningStatement.send(session, sql, batchRows, 'alone', signal);
     }
     if (statement.status !== undefined && statement.error) throw statement.error;
     const fields = statement.fields ?? [];
@@ -140,12 +166,15 @@ export class RunningStatement {
   }
 
   /** Writes the batch and waits for the statement's columns and first batch of rows, or its end. */
-  private static async send(session: UpstreamSession, sql: string, batchRows: number, reset: Reset): Promise<RunningStatement> {
+  private static async send(session: UpstreamSession, sql: string, batchRows: number, reset: Reset, signal: AbortSignal | undefined): Promise<RunningStatement> {
     const statement = new RunningStatement(session, batchRows, reset);
     statement.listen();
     session.needsReset = true;
     session.socket.write(request(sql, reset));
+    signal?.addEventListener('abort', () => void statement.cancel(), { once: true });
     await statement.until(() => statement.status !== undefined || (statement.fields !== undefined && statement.buffered.length >= batchRows));
+    // The session goes back to its pool only once a cancel is sent: it could reach the next statement otherwise.
+    await statement.cancelling;
     return statement;
   }
 
@@ -171,6 +200,7 @@ export class RunningStatement {
   /** The next batch of at most `maxRows` rows; empty when done. Throws a statement's late error. */
   async next(maxRows: number): Promise<Row[]> {
     await this.until(() => this.buffered.length > 0 || this.status !== undefined);
+    await this.cancelling;
     if (this.buffered.length === 0 && this.error) {
       const error = this.error;
       this.error = undefined; // reported once: the statement is done now
@@ -179,11 +209,42 @@ export class RunningStatement {
     return this.take(maxRows);
   }
 
-  /** Ends the statement early (row cap reached, client gone): the session is closed, not reused. */
-  async close(): Promise<void> {
-    if (this.status !== undefined) return;
-    this.abandoned = true;
-    this.session.socket.destroy();
+  /**
+   * Ends the statement early (row cap reached, client gone, cancel asked for): Postgres is sent a
+   * CancelRequest for its backend, the rows not yet handed out and those still arriving are
+   * dropped, and this resolves once Postgres has ended the statement — or once the session is
+   * closed, when Postgres cannot be reached or does not end it within CANCEL_GRACE_MS. It
+   * resolves only after the CancelRequest was delivered, so that it cannot hit the session's next
+   * statement (Postgres ignores one that arrives while the backend is idle). The statement then
+   * reports 57014, Postgres' error or the same one made here if it had already finished.
+   */
+  cancel(): Promise<void> {
+    this.cancelling ??= this.cancelNow();
+    return this.cancelling;
+  }
+
+  private async cancelNow(): Promise<void> {
+    this.buffered = [];
+    if (this.status !== undefined) {
+      this.error ??= canceled();
+      return;
+    }
+    // Postgres blocked on a full socket checks for the cancel only once it can send again.
+    this.session.socket.resume();
+    const giveUp = () => {
+      this.abandoned = true;
+      this.finish(canceled(), undefined);
+      this.session.socket.destroy();
+      this.wake();
+    };
+    const timer = setTimeout(giveUp, CANCEL_GRACE_MS);
+    try {
+      if (!(await cancelUpstream(this.session))) giveUp();
+      await this.until(() => this.status !== undefined);
+    } finally {
+      clearTimeout(timer);
+    }
+    this.error ??= canceled();
   }
 
   private take(maxRows: number): Row[] {
@@ -194,15 +255,21 @@ export class RunningStatement {
     return rows;
   }
 
+  /** Resolves once `ready()` holds; checked again on every message and on close. Several may wait at once (a reader and a cancel). */
   private until(ready: () => boolean): Promise<void> {
     if (ready()) return Promise.resolve();
     return new Promise((resolve) => {
-      this.wake = () => {
+      const waiter = () => {
         if (!ready()) return;
-        this.wake = undefined;
+        this.waiters.delete(waiter);
         resolve();
       };
+      this.waiters.add(waiter);
     });
+  }
+
+  private wake(): void {
+    for (const waiter of [...this.waiters]) waiter();
   }
 
   private listen(): void {
@@ -214,12 +281,12 @@ export class RunningStatement {
         this.finish(err instanceof PgError ? err : lost(), undefined);
         socket.destroy();
       }
-      if (this.buffered.length >= this.batchRows && this.status === undefined) socket.pause();
-      this.wake?.();
+      if (this.buffered.length >= this.batchRows && this.status === undefined && !this.cancelling) socket.pause();
+      this.wake();
     };
     const onClose = () => {
       this.finish(lost(), undefined);
-      this.wake?.();
+      this.wake();
     };
     this.detach = () => {
       socket.off('data', onData);
@@ -253,7 +320,7 @@ export class RunningStatement {
     }
     switch (code) {
       case BackendCode.DataRow:
-        this.buffered.push(decodeDataRow(frame));
+        if (!this.cancelling) this.buffered.push(decodeDataRow(frame));
         return;
       case BackendCode.RowDescription:
         this.fields = decodeRowDescription(frame);

@@ -9,12 +9,21 @@ import type { PgError } from '../shared/errors.js';
 /** A PgError's fields, as they cross the channel. */
 export type PlainError = ReturnType<PgError['toJSON']>;
 
+/**
+ * A REST query cancel (`POST /query/<id>/cancel`) asked of the other processes, and its answer:
+ * whether one of them ran that query. `ref` pairs them, numbered by whoever asks.
+ */
+export type QueryCancelAsk = { kind: 'query-cancel'; ref: number; user: string; id: string };
+export type QueryCancelAnswer = { kind: 'query-cancel-result'; ref: number; found: boolean };
+
 export type WorkerMessage =
   | { kind: 'ready'; httpUrl: string; pgPort: number }
   | { kind: 'failed'; error: PlainError }
-  | { kind: 'cancel'; processId: number; secretKey: number };
+  | { kind: 'cancel'; processId: number; secretKey: number }
+  | QueryCancelAsk
+  | QueryCancelAnswer;
 
-export type PrimaryMessage = { kind: 'cancel'; processId: number; secretKey: number } | { kind: 'stop' };
+export type PrimaryMessage = { kind: 'cancel'; processId: number; secretKey: number } | { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer;
 
 export function isMessage<T extends { kind: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { kind?: unknown }).kind === 'string';

@@ -3,7 +3,7 @@
  * once: the embedded Postgres, the control plane's migrations, the generated TLS certificate.
  * Then it forks the workers, each a whole service (REST and wire) on the shared listening
  * sockets — node:cluster hands accepted connections to them in turn — and stays to pass cancel
- * requests between them, replace a worker that dies, and stop them all before Postgres.
+ * requests (wire and REST) between them, replace a worker that dies, and stop them all before Postgres.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { ControlPlane } from '../control/control-plane.js';
@@ -13,6 +13,7 @@ import type { Logger } from '../shared/logger.js';
 import { openCluster } from '../upstream/cluster.js';
 import { loadTls } from '../wire/tls.js';
 import { isMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
+import { QueryCancelBroker } from './query-cancels.js';
 
 export interface RunningService {
   readonly httpUrl: string;
@@ -54,6 +55,7 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
   // Workers reach the embedded cluster as an external one; an upstream URL they read themselves.
   const env = config.upstreamUrl ? {} : { REPOBASE_UPSTREAM_URL: String(upstream.adminConfig.connectionString) };
   const workers = new Set<Worker>();
+  const queryCancels = new QueryCancelBroker(send);
   let stopping = false;
 
   const stopAll = async () => {
@@ -70,7 +72,10 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
       if (!isMessage<WorkerMessage>(m)) return;
       if (m.kind === 'ready') onReady(m);
       else if (m.kind === 'failed') onFailed(new PgError(m.error.code, m.error.message, { hint: m.error.hint, detail: m.error.detail }));
-      else if (m.kind === 'cancel') for (const other of workers) if (other !== worker) send(other, m);
+      else if (m.kind === 'cancel') {
+        for (const other of workers) if (other !== worker) send(other, m);
+      } else if (m.kind === 'query-cancel') queryCancels.ask(worker, m, [...workers].filter((other) => other !== worker && other.isConnected()));
+      else if (m.kind === 'query-cancel-result') queryCancels.answer(m);
     });
     worker.on('exit', (code, signal) => {
       workers.delete(worker);

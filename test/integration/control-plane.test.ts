@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlane } from '../../src/control/control-plane.js';
-import { migrate } from '../../src/control/migrations.js';
+import { migrate, schemaEventsInstalled } from '../../src/control/migrations.js';
 import { testEnv, type TestEnv } from '../helpers/cluster.js';
 
 let env: TestEnv;
@@ -18,23 +18,52 @@ describe('migrations', () => {
     const results = await Promise.all([1, 2, 3].map(() => migrate(env.cluster.admin)));
     expect(results.flat()).toEqual([]);
     const res = await env.cluster.admin.query('SELECT version FROM _repobase.migrations ORDER BY version');
-    expect(res.rows.map((r: { version: number }) => r.version)).toEqual([1, 2, 3]);
+    expect(res.rows.map((r: { version: number }) => r.version)).toEqual([1, 2, 3, 4]);
   });
 
   it('apply every migration exactly once on a fresh database, even concurrently', async () => {
     const other = await testEnvFresh();
     try {
       const results = await Promise.all([1, 2, 3, 4].map(() => migrate(other)));
-      expect(results.flat()).toEqual([1, 2, 3]);
+      expect(results.flat()).toEqual([1, 2, 3, 4]);
+      expect(await schemaEventsInstalled(other)).toBe(true);
     } finally {
       await other.end();
     }
   });
+
+  it('apply without a superuser, leaving out only the event triggers of live schema events', async () => {
+    const url = new URL(await testEnvFreshUrl());
+    const role = env.name('nosuper');
+    const password = 'not-a-superuser';
+    const database = url.pathname.slice(1);
+    await env.cluster.admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}' NOSUPERUSER`);
+    // The owner of the database (and so of its public schema) without being a superuser, as on a managed cluster.
+    const owner = new pg.Client({ connectionString: url.toString() });
+    await owner.connect();
+    await owner.query(`ALTER DATABASE ${database} OWNER TO ${role}`);
+    await owner.end();
+    url.username = role;
+    url.password = password;
+    const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+    try {
+      expect(await migrate(pool)).toEqual([1, 2, 3, 4]);
+      expect(await schemaEventsInstalled(pool)).toBe(false);
+      const fn = await pool.query("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'notify_schema_change'");
+      expect(fn.rows[0].n).toBe(1);
+    } finally {
+      await pool.end();
+    }
+  });
 });
 
-async function testEnvFresh(): Promise<pg.Pool> {
+async function testEnvFreshUrl(): Promise<string> {
   const { createTestDatabase } = await import('../helpers/cluster.js');
-  return new pg.Pool({ connectionString: await createTestDatabase(), max: 4 });
+  return createTestDatabase();
+}
+
+async function testEnvFresh(): Promise<pg.Pool> {
+  return new pg.Pool({ connectionString: await testEnvFreshUrl(), max: 4 });
 }
 
 describe('users and API keys', () => {

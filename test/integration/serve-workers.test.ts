@@ -1,10 +1,12 @@
 /**
  * `repobase serve` with two worker processes on the same ports: connections are spread over
- * them, a cancel works whichever worker its connection reaches, a killed worker is replaced
- * while the other's clients go on, and a stop ends every process.
+ * them, a cancel (wire or REST) works whichever worker its connection reaches, schema events
+ * reach the streams of both, a killed worker is replaced while the other's clients go on, and a
+ * stop ends every process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { request, type IncomingMessage } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +40,34 @@ async function selectOne(): Promise<number> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A REST request on a connection of its own (no keep-alive agent), so that successive requests
+ * are handed to the workers in turn. Resolves with the answer once its headers arrive.
+ */
+function restOnce(method: string, path: string, opts: { body?: unknown; headers?: Record<string, string> } = {}): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: Number(env.REPOBASE_HTTP_PORT),
+        method,
+        path: `/api/v1beta${path}`,
+        agent: false,
+        headers: { authorization: `Bearer ${key}`, ...(opts.body !== undefined && { 'content-type': 'application/json' }), ...opts.headers },
+      },
+      resolve,
+    );
+    req.on('error', reject);
+    req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
+  });
+}
+
+async function textOf(res: IncomingMessage): Promise<string> {
+  let text = '';
+  for await (const chunk of res) text += String(chunk);
+  return text;
 }
 
 beforeAll(async () => {
@@ -92,6 +122,57 @@ describe('repobase serve with two workers', () => {
       }
     } finally {
       await sql.end();
+    }
+  });
+
+  it('cancels a REST query by its X-Query-Id whichever worker the cancel reaches', async () => {
+    const admin = new pg.Client({ connectionString: env.REPOBASE_UPSTREAM_URL });
+    await admin.connect();
+    const sleeping = async () =>
+      (await admin.query("SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND state = 'active' AND query LIKE '%pg_sleep(30)%'", [user])).rowCount;
+    try {
+      // Each request is a connection of its own; in turn they reach one worker, then the other,
+      // so some of these cancels reach the worker that does not run the query (none would be
+      // answered 204 without passing it on).
+      for (let i = 0; i < 4; i++) {
+        const id = `workers-${i}`;
+        const answer = restOnce('POST', '/query/', { body: { query_string: 'SELECT pg_sleep(30)' }, headers: { 'x-query-id': id } });
+        await expect.poll(sleeping, { timeout: 5_000, interval: 20 }).toBe(1);
+        const started = Date.now();
+        const cancelled = await restOnce('POST', `/query/${id}/cancel`);
+        expect(cancelled.statusCode, await textOf(cancelled)).toBe(204);
+        const res = await answer;
+        const body = JSON.parse(await textOf(res)) as { error: { code: string } };
+        expect(body.error.code).toBe('57014');
+        expect(Date.now() - started).toBeLessThan(2_000);
+        await expect.poll(sleeping, { timeout: 1_000, interval: 20 }).toBe(0);
+      }
+    } finally {
+      await admin.end();
+    }
+    // Nobody runs this one: every worker is asked, and the answer is 404.
+    const unknown = await restOnce('POST', '/query/nobody-runs-this/cancel');
+    expect(unknown.statusCode).toBe(404);
+    expect((JSON.parse(await textOf(unknown)) as { error: { code: string } }).error.code).toBe('42704');
+  });
+
+  it('sends schema events to the event streams on both workers', async () => {
+    expect((await restOnce('POST', '/repos/', { body: { name: 'live' } })).statusCode).toBe(201);
+    const streams = await Promise.all([restOnce('GET', '/events'), restOnce('GET', '/events')]);
+    const texts = streams.map((s) => {
+      const seen = { text: '' };
+      s.on('data', (chunk: Buffer) => (seen.text += chunk.toString()));
+      return seen;
+    });
+    try {
+      const client = connect();
+      await client.connect();
+      await client.query(`CREATE TABLE "${user}/live".t (a int)`);
+      await client.end();
+      const event = `event: schema\ndata: {"repo":"${user}/live","table":"t","command":"CREATE TABLE"}\n\n`;
+      for (const seen of texts) await expect.poll(() => seen.text, { timeout: 2_000 }).toContain(event);
+    } finally {
+      for (const s of streams) s.destroy();
     }
   });
 

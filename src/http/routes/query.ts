@@ -1,23 +1,27 @@
 /**
  * `POST /query/`: one SQL statement, checked by the policy with the caller's rights, run on the
  * caller's own upstream role, answered as rows arrive (JSON, NDJSON or CSV; see result-formats).
+ * A statement whose client goes away before the end of its answer is cancelled in Postgres, and
+ * so is one named by `X-Query-Id` when `POST /query/<id>/cancel` asks for it.
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
+import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
 import type { Decision, HandledAction, Policy, Session } from '../../policy/index.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
 import { schemaHasObjects } from '../../upstream/query-catalog.js';
-import { RunningStatement, type Row } from '../../upstream/query-run.js';
+import { canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { TypeCatalog } from '../../upstream/query-types.js';
 import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
 import type { SessionPool } from '../../upstream/session-pool.js';
 import { principalOf } from '../auth.js';
 import { publicError } from '../errors.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
-import { QueryRequest, QueryResult } from '../schemas.js';
+import type { RunningQueries } from '../running-queries.js';
+import { QueryHeaders, QueryIdParams, QueryRequest, QueryResult } from '../schemas.js';
 
 /** What the query route needs, injected by the composition root. */
 export interface QueryDeps {
@@ -30,6 +34,8 @@ export interface QueryDeps {
   types: TypeCatalog;
   /** Row cap of one answer (config maxResultRows). */
   maxRows: number;
+  /** Queries named by `X-Query-Id`, for `POST /query/<id>/cancel`. */
+  running: RunningQueries;
 }
 
 /** Rows per Execute: the unit of memory per request, whatever the size of the result. */
@@ -96,12 +102,23 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string): Promi
   }
 }
 
-/** Starts the statement and returns its answer as a stream; errors before the first row are thrown. */
-async function stream(deps: QueryDeps, principal: Principal, sql: string, queryString: string, format: ResultFormat, reply: FastifyReply): Promise<Readable | string> {
+/**
+ * Starts the statement and returns its answer as a stream; errors before the first row are
+ * thrown. When `signal` aborts, the statement is cancelled and ends with 57014.
+ */
+async function stream(
+  deps: QueryDeps,
+  principal: Principal,
+  sql: string,
+  queryString: string,
+  format: ResultFormat,
+  reply: FastifyReply,
+  signal: AbortSignal,
+): Promise<Readable | string> {
   const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
   let started: Awaited<ReturnType<typeof RunningStatement.start>>;
   try {
-    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1));
+    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), signal);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
     throw err;
@@ -131,7 +148,9 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
   const finish = async () => {
     if (finished) return;
     finished = true;
-    if (!statement.done) await statement.close();
+    // Cut short (row cap, client gone, cancelled): Postgres stops at once, and the session is
+    // pooled again once it is idle.
+    if (!statement.done) await statement.cancel();
     deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
   };
   async function* pieces(): AsyncGenerator<string> {
@@ -141,7 +160,7 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
         const rows = await statement.next(Math.min(BATCH_ROWS, deps.maxRows - sent + 1));
         yield writer.rows(take(rows));
       }
-      if (truncated) await statement.close();
+      if (truncated) await statement.cancel();
       const outcome = truncated ? { command: null, rowCount: sent } : statement.outcome;
       yield writer.end({ ...outcome, truncated });
     } catch (err: unknown) {
@@ -149,7 +168,7 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
       if (closing === undefined) throw err;
       yield closing;
     } finally {
-      // Also reached when the client goes away mid-answer: the portal is closed, the connection reused.
+      // Also reached when the client goes away mid-answer.
       await finish();
     }
   }
@@ -158,12 +177,28 @@ async function stream(deps: QueryDeps, principal: Principal, sql: string, queryS
     for await (const piece of pieces()) if (piece.length) yield piece;
   }
   const body = Readable.from(nonEmpty(), { objectMode: false });
-  // A client gone before the first read never starts the generator, so its finally never runs.
+  // A client gone before the first read never starts the generator, so its finally never runs;
+  // one gone while the generator waits for rows would leave the statement running until they come.
   body.once('close', () => void finish());
   return body;
 }
 
-/** `POST /query/`. */
+/**
+ * The signal that ends the request's statement: aborted when the client goes away before the
+ * answer is complete (a browser's fetch abort closes the connection), or by a cancel of its
+ * `X-Query-Id`, registered until the answer ends.
+ */
+function requestSignal(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): AbortSignal {
+  const query = new AbortController();
+  const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, query);
+  reply.raw.once('close', () => {
+    unregister?.();
+    if (!reply.raw.writableFinished) query.abort(new Error('the client went away'));
+  });
+  return query.signal;
+}
+
+/** `POST /query/` and `POST /query/<id>/cancel`. */
 export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, deps) => {
   app.post(
     '/query/',
@@ -171,8 +206,9 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       schema: {
         summary: 'run one SQL statement',
         description:
-          'Accept: application/json (default), application/x-ndjson or text/csv. The answer streams; a failure after rows were sent ends it with an "error" member (JSON, NDJSON) or a cut connection (CSV).',
+          'Accept: application/json (default), application/x-ndjson or text/csv. The answer streams; a failure after rows were sent ends it with an "error" member (JSON, NDJSON) or a cut connection (CSV). Closing the connection before the answer is complete cancels the statement; so does POST /query/<id>/cancel for a query sent with X-Query-Id.',
         tags: ['query'],
+        headers: QueryHeaders,
         body: QueryRequest,
         response: { 200: QueryResult },
       },
@@ -181,6 +217,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       const principal = principalOf(req);
       const queryString = req.body.query_string;
       const format = negotiateFormat(req.headers.accept);
+      const signal = requestSignal(deps, principal, req.headers['x-query-id'], reply);
       const next = await decide(deps, principal, queryString);
       // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
       const raw: FastifyReply = reply;
@@ -190,7 +227,32 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
         return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
       }
       req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
-      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw));
+      if (signal.aborted) throw canceled();
+      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, signal));
+    },
+  );
+
+  // Another user's query answers 404 like an unknown one: ids are not a way to probe.
+  app.post(
+    '/query/:id/cancel',
+    {
+      schema: {
+        summary: 'cancel a running query',
+        description:
+          'Cancels your query sent with this X-Query-Id, whichever server process runs it: its POST /query/ answers 57014 "canceling statement due to user request". 404 when none of your queries with that id is running.',
+        tags: ['query'],
+        params: QueryIdParams,
+        response: { 204: Type.Null({ description: 'the cancel was sent' }) },
+      },
+    },
+    async (req, reply) => {
+      const { id } = req.params;
+      if (!(await deps.running.cancel(principalOf(req).user, id))) {
+        throw new PgError(SqlState.UndefinedObject, `no running query with id "${id}"`, {
+          hint: 'the id is the X-Query-Id header of one of your own POST /query/ requests still running',
+        });
+      }
+      return reply.code(204).send(null);
     },
   );
 };
