@@ -154,6 +154,26 @@ describe('the web console', () => {
     await expectAccessible(bob.page, 'repo list with a shared repo');
   });
 
+  it('the owner changes description and visibility; another user browses a public repo by URL, read-only', async () => {
+    const { page } = alice;
+    await page.goto(`/${alice.name}/sales`);
+    await page.getByRole('textbox', { name: 'Description' }).fill('Orders of 2024');
+    await page.getByRole('radio', { name: /^Public/ }).check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByText('Saved.').isVisible()).toBe(true);
+    expect(await svc.control.getRepo({ owner: alice.name, repo: 'sales' })).toMatchObject({ isPrivate: false, description: 'Orders of 2024' });
+    const { page: carol } = await signUp('erin'); // no collaborator: the repo is readable only as public
+    await carol.goto(`/${alice.name}/sales`);
+    await expect.poll(() => carol.getByRole('heading', { name: `${alice.name}/sales` }).isVisible()).toBe(true);
+    expect(await carol.getByRole('button', { name: 'Delete repo' }).count()).toBe(0);
+    expect(await carol.getByRole('button', { name: 'Save' }).count()).toBe(0);
+    await carol.context().close();
+    // Back to private for the tests below.
+    await page.getByRole('radio', { name: /^Private/ }).check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(async () => (await svc.control.getRepo({ owner: alice.name, repo: 'sales' }))?.isPrivate).toBe(true);
+  });
+
   it('Connect → API / SDK → Create key: the key works at once with psql and the REST API, and is shown once', async () => {
     const { page } = alice;
     await page.goto(`/${alice.name}/sales`);
@@ -161,6 +181,9 @@ describe('the web console', () => {
     const dialog = page.getByRole('dialog');
     await expect.poll(() => dialog.getByRole('tab', { name: 'API / SDK' }).getAttribute('aria-selected')).toBe('true');
     await expectAccessible(page, 'Connect dialog');
+    // Before a key is made here, the snippets carry a placeholder, not a secret.
+    const before = (await dialog.locator('code').allTextContents()).find((c) => c.trim().startsWith('postgresql://'));
+    expect(before).toContain('<API_KEY>');
     await dialog.getByRole('button', { name: 'Create key' }).click();
     const shown = dialog.getByRole('textbox', { name: 'API key', exact: true });
     await expect.poll(() => shown.inputValue()).toMatch(/^rb_/);
