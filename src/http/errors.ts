@@ -15,6 +15,9 @@ const BY_CODE: Readonly<Record<string, number>> = {
   [SqlState.UndefinedObject]: 404, // 42704: unknown user, key, collaborator
   [SqlState.InvalidCatalogName]: 404, // 3D000
   [SqlState.QueryCanceled]: 504, // 57014: statement timeout
+  // A request body that breaks its own format (a cut-off upload): the client's fault, not the
+  // upstream connection's, which is what the rest of class 08 means here.
+  [SqlState.ProtocolViolation]: 400,
   '53400': 429, // configuration_limit_exceeded: the per-key rate limit
   // Duplicates are conflicts, whatever class they sit in.
   '42701': 409,
@@ -71,6 +74,16 @@ function fromFastifyError(err: FastifyError): PgError | undefined {
       return new PgError(SqlState.ProgramLimitExceeded, 'request body too large', { hint: 'the server limit is set by httpBodyLimitBytes' });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new PgError(SqlState.InvalidParameterValue, 'unsupported content type', { hint: 'send the body as application/json' });
+    // @fastify/multipart's limits and refusals (its own statuses are 413, 400 and 406).
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FILES_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new PgError(SqlState.ProgramLimitExceeded, `multipart upload refused: ${err.message}`);
+    case 'FST_PROTO_VIOLATION':
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+    case 'FST_MP_PREMATURE_CLOSE':
+      return new PgError(SqlState.InvalidParameterValue, `malformed multipart upload: ${err.message}`);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new PgError(SqlState.InvalidTextRepresentation, 'request body is not valid JSON');
@@ -79,6 +92,17 @@ function fromFastifyError(err: FastifyError): PgError | undefined {
       if (err instanceof SyntaxError && err.statusCode === 400) return new PgError(SqlState.InvalidTextRepresentation, 'request body is not valid JSON');
       return undefined;
   }
+}
+
+/**
+ * busboy, the parser under @fastify/multipart, reports a malformed body (no boundary, cut off
+ * inside a part) with plain Errors that carry no code: their text is all there is to go by.
+ */
+const MULTIPART_SYNTAX = /^(Multipart: Boundary not found|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data)$/;
+
+function fromMultipartError(err: unknown): PgError | undefined {
+  if (!(err instanceof Error) || 'code' in err || !MULTIPART_SYNTAX.test(err.message)) return undefined;
+  return new PgError(SqlState.ProtocolViolation, `malformed multipart upload: ${err.message}`);
 }
 
 /** The JSON body of every error answer. */
@@ -100,7 +124,8 @@ export function queryStringOf(req: FastifyRequest): string | undefined {
 
 /** What a client sees of `err`, and the status; non-PgErrors become XX000 and are logged here. */
 export function publicError(err: unknown, req: FastifyRequest): { status: number; error: PgError } {
-  const pgErr = err instanceof PgError ? err : typeof err === 'object' && err !== null && 'code' in err ? fromFastifyError(err as FastifyError) : undefined;
+  const pgErr =
+    err instanceof PgError ? err : typeof err === 'object' && err !== null && 'code' in err ? fromFastifyError(err as FastifyError) : fromMultipartError(err);
   const status = pgErr ? statusForSqlState(pgErr.code) : 500;
   if (!pgErr || status === 500) {
     req.log.error({ err }, 'internal error');

@@ -179,10 +179,14 @@ export function decodeRowDescription(frame: Buffer): FieldDescription[] {
  * @see https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-DATAROW
  */
 export function decodeDataRow(frame: Buffer): (string | null)[] {
+  // Bounds checked by hand: a short or negative count must be a 08P01, not a RangeError.
+  if (frame.length < 7) throw protocolViolation('malformed DataRow message: message is truncated');
   const n = frame.readInt16BE(5);
+  if (n < 0) throw protocolViolation(`malformed DataRow message: negative column count ${n}`);
   const values = new Array<string | null>(n);
   let pos = 7;
   for (let i = 0; i < n; i++) {
+    if (pos + 4 > frame.length) throw protocolViolation('DataRow value runs past the message');
     const len = frame.readInt32BE(pos);
     pos += 4;
     if (len < 0) {
