@@ -4,9 +4,11 @@
  * it). It logs in with the service's own upstream login (SCRAM), so the same client talks to
  * Postgres directly and to repobase.
  */
+import { connect as tcpConnect } from 'node:net';
 import {
   BackendCode,
   buildBind,
+  buildCancelRequest,
   buildDescribe,
   buildExecute,
   buildParse,
@@ -113,3 +115,24 @@ export function x(sql: string, params: (string | null)[] = [], name = ''): Buffe
 }
 
 export const sync = (): Buffer => buildSync();
+
+/**
+ * Sends a CancelRequest for (`processId`, `secretKey`) on a connection of its own, as libpq does;
+ * resolves with whatever the server sent before closing it (nothing, from Postgres and repobase).
+ */
+export function sendCancel(port: number, processId: number, secretKey: number, host = '127.0.0.1'): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = tcpConnect({ host, port }, () => socket.write(buildCancelRequest(processId, secretKey)));
+    const got: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the server did not close the cancel connection within 5 s'));
+    }, 5_000);
+    socket.on('data', (d: Buffer) => got.push(d));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(got));
+    });
+  });
+}
