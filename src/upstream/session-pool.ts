@@ -12,6 +12,8 @@ import { noteParameterStatus, openUpstreamSession, type UpstreamSession, type Up
 interface Idle {
   session: UpstreamSession;
   since: number;
+  /** Listens while the session is parked (see `park`); removed when it is handed out. */
+  onStray: () => void;
 }
 
 export interface SessionPoolOptions {
@@ -97,7 +99,8 @@ export class SessionPool {
   takeIdle(role: string, params: Readonly<Record<string, string>>): UpstreamSession | undefined {
     const list = this.idle.get(this.key(role, params));
     while (list && list.length > 0) {
-      const { session } = list.pop()!;
+      const { session, onStray } = list.pop()!;
+      session.socket.off('data', onStray);
       if (!session.socket.destroyed) return session;
       this.forget(role, session);
     }
@@ -216,7 +219,12 @@ export class SessionPool {
   private park(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession): void {
     const key = this.key(role, params);
     const list = this.idle.get(key) ?? [];
-    list.push({ session, since: Date.now() });
+    // A parked session has nothing to say; anything it sends is its backend going away (a FATAL
+    // from pg_terminate_backend or a shutdown arrives before the connection closes). Closing it at
+    // once keeps the next client from being handed a session that is already dead.
+    const onStray = () => session.socket.destroy();
+    session.socket.on('data', onStray);
+    list.push({ session, since: Date.now(), onStray });
     this.idle.set(key, list);
     this.room(role);
   }
