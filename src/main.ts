@@ -3,6 +3,7 @@
  */
 import { ControlPlane } from './control/control-plane.js';
 import { buildApp } from './http/app.js';
+import type { ServerResponse } from 'node:http';
 import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
 import type { Logger } from './shared/logger.js';
@@ -19,6 +20,12 @@ export interface Service {
   /** Port of the Postgres wire front end. */
   readonly pgPort: number;
   readonly control: ControlPlane;
+  /**
+   * Takes no new work and lets what runs finish, for up to `drainTimeoutMs`: the wire front end
+   * stops listening and ends its clients as their transactions end (see `WireServer.drain`);
+   * `/healthz` and new REST requests answer 503 while REST requests in flight finish. `stop` follows.
+   */
+  drain(): Promise<void>;
   /** Stops the front ends, then the control plane, then (if started here) Postgres. */
   stop(): Promise<void>;
 }
@@ -37,6 +44,15 @@ export interface ServiceOptions {
   cancelPeers?: CancelPeers;
   /** Likewise for REST query cancels (`POST /query/<id>/cancel`). */
   queryCancelPeers?: QueryCancelPeers;
+}
+
+/**
+ * Resolves once no REST request is in flight, or at `until`. An event stream (`GET /events`)
+ * runs until its client leaves and has nothing to finish: it does not count.
+ */
+async function restFinished(requests: ReadonlySet<ServerResponse>, until: number): Promise<void> {
+  const busy = () => [...requests].some((res) => !String(res.getHeader('content-type') ?? '').startsWith('text/event-stream'));
+  while (busy() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
 export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
@@ -58,7 +74,13 @@ export async function startService(config: Config, log: Logger, options: Service
     cleanup.push(() => pools.close());
     const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
     cleanup.push(async () => sessions.close());
-    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers });
+    let draining = false;
+    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining });
+    const requests = new Set<ServerResponse>();
+    app.server.on('request', (_req, res: ServerResponse) => {
+      requests.add(res);
+      res.on('close', () => requests.delete(res));
+    });
     await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
       throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');
     });
@@ -66,7 +88,12 @@ export async function startService(config: Config, log: Logger, options: Service
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.httpPort;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, control, stop };
+    const drain = async () => {
+      draining = true;
+      const until = Date.now() + config.drainTimeoutMs;
+      await Promise.all([wire.drain(config.drainTimeoutMs), restFinished(requests, until)]);
+    };
+    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, control, drain, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

@@ -3,12 +3,14 @@ import { Command } from 'commander';
 import { createLogger, serverLogDestination, type Logger } from '../shared/logger.js';
 import { workerCount } from '../workers/messages.js';
 import { startPrimary, type RunningService } from '../workers/primary.js';
+import type { Service } from '../main.js';
 import type { CliContext, ConfigOf } from './context.js';
 
 /**
- * `repobase serve`: runs until SIGINT/SIGTERM, then stops the servers and Postgres, in that
- * order. With several workers this process is their primary, and each worker runs this command
- * again as a worker. The service itself is imported only where it runs: a primary that loaded
+ * `repobase serve`: runs until SIGINT/SIGTERM, then drains (new connections refused, `/healthz`
+ * 503, work in flight given `drainTimeoutMs` to finish) and stops the servers and Postgres, in
+ * that order; a second signal exits at once. With several workers this process is their primary,
+ * and each worker runs this command again as a worker. The service itself is imported only where it runs: a primary that loaded
  * fastify, the parsers and the ingest code for nothing would hold ~45 MB more.
  */
 export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
@@ -22,7 +24,7 @@ export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
     }
     const log = createLogger(config.logLevel, await serverLogDestination());
     const count = workerCount(config);
-    const service: RunningService = count > 1 ? await startPrimary(config, log, count) : await (await import('../main.js')).startService(config, log);
+    const service: RunningService = count > 1 ? await startPrimary(config, log, count) : drainingStop(await (await import('../main.js')).startService(config, log));
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     ctx.out(
       [
@@ -39,6 +41,18 @@ export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
   });
 }
 
+/** The service, with a stop that drains it first. */
+function drainingStop(service: Service): RunningService {
+  return {
+    httpUrl: service.httpUrl,
+    pgPort: service.pgPort,
+    stop: async () => {
+      await service.drain();
+      await service.stop();
+    },
+  };
+}
+
 function untilSignal(service: RunningService, log: Logger): Promise<void> {
   return new Promise<void>((resolve) => {
     let stopping = false;
@@ -48,7 +62,7 @@ function untilSignal(service: RunningService, log: Logger): Promise<void> {
         process.exit(1);
       }
       stopping = true;
-      log.info({ signal }, 'shutting down');
+      log.info({ signal }, 'shutting down: draining (a second signal stops at once)');
       service.stop().then(resolve, (err: unknown) => {
         log.error({ err }, 'shutdown failed');
         resolve();

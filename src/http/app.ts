@@ -13,6 +13,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ControlPlane } from '../control/control-plane.js';
 import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
+import { PgError, SqlState } from '../shared/errors.js';
 import { lazyChild, type Logger } from '../shared/logger.js';
 import { TypeCatalog } from '../upstream/query-types.js';
 import { restSessionSettings, type RolePools } from '../upstream/role-pools.js';
@@ -38,6 +39,11 @@ export interface AppDeps {
   consoleDir?: string;
   /** The other worker processes, for REST query cancels that reach another worker than the query. */
   queryCancelPeers?: QueryCancelPeers | undefined;
+  /**
+   * True once the service drains before stopping: `/healthz` answers 503, and so does every new
+   * request (57P03, the connection closed after it), while requests already running finish.
+   */
+  draining?: () => boolean;
 }
 
 /** Builds the HTTP front end (routes registered, not listening); the caller listens and closes it. */
@@ -54,8 +60,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Each request's logger (with its reqId) is made when it first writes a line.
     childLoggerFactory: (logger, bindings, options) => (Object.keys(options).length ? logger.child(bindings, options) : lazyChild(logger as Logger, bindings)),
   }).withTypeProvider<TypeBoxTypeProvider>();
+  const draining = deps.draining ?? (() => false);
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    if (draining() && req.url !== '/healthz') {
+      reply.header('connection', 'close');
+      return done(new PgError(SqlState.CannotConnectNow, 'the service is shutting down', { hint: 'retry on another instance, or once it is back' }));
+    }
     done();
   });
   const consoleDir = deps.consoleDir ?? CONSOLE_DIR;
@@ -75,7 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/api/docs' });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  await app.register(healthRoutes, { control: deps.control });
+  await app.register(healthRoutes, { control: deps.control, draining });
   await app.register(api, {
     prefix: '/api/v1beta',
     config: deps.config,

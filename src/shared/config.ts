@@ -30,6 +30,10 @@ export const ConfigSchema = Type.Object({
   logLevel: Type.Union(LogLevels.map((l) => Type.Literal(l)), { description: 'pino level' }),
   serviceDatabase: Type.String({ minLength: 1, description: 'database name clients connect to (and the database created in the embedded cluster)' }),
   statementTimeoutMs: Positive('statement timeout of REST queries, in milliseconds'),
+  drainTimeoutMs: Type.Integer({
+    minimum: 0,
+    description: 'on SIGTERM/SIGINT, wire transactions and REST requests in flight may finish for this many milliseconds before the service stops; 0 = stop at once',
+  }),
   maxStatementBytes: Positive('statements larger than this are refused with 54000 before parsing'),
   upstreamPoolMax: Positive('upstream connections per user role'),
   upstreamIdleMs: Positive('an idle upstream connection is closed after this many milliseconds'),

@@ -43,6 +43,8 @@ export interface WireDeps {
   throttle: FailureThrottle;
   secret: string;
   log: Logger;
+  /** Told of each client once its session starts (the server stops them when it drains). */
+  onSession?: (raw: Socket, relay: Relay) => void;
 }
 
 function fatal(code: string, message: string, hint?: string): PgError {
@@ -212,6 +214,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
     socket.write(buildReadyForQuery('I'));
     relay.start(queue.detach());
+    deps.onSession?.(raw, relay);
     if (deps.config.pgIdleTimeoutMs > 0) idleTimeout(socket, relay, deps.config.pgIdleTimeoutMs);
   } catch (err: unknown) {
     clearTimeout(timer);

@@ -92,6 +92,8 @@ export class Relay {
   private toUpstream: Run = NO_UPSTREAM;
   /** Resolves when every request sent upstream has been answered. */
   private onDrained: (() => void) | undefined;
+  /** Set by `closeWhenIdle`: the FATAL to end the session with once no transaction is open. */
+  private closing: PgError | undefined;
 
   /**
    * @param acquire takes the upstream session, on the client's first message (so idle clients
@@ -134,6 +136,27 @@ export class Relay {
 
   get transactionStatus(): TransactionStatus {
     return this.status;
+  }
+
+  /**
+   * Ends the session with `error` (as FATAL) once no transaction is open and nothing is in
+   * flight: at once if that is so now, else right after the ReadyForQuery 'I' that ends it.
+   */
+  closeWhenIdle(error: PgError): void {
+    this.closing = error;
+    this.closeIfIdle();
+  }
+
+  /** Ends the session now with `error` (as FATAL); an open transaction is rolled back, as its upstream session is closed. */
+  terminate(error: PgError): void {
+    if (this.finished) return;
+    this.toClient.flush();
+    if (!this.client.destroyed) this.client.end(buildErrorResponse(error, 'FATAL'));
+    this.end(false);
+  }
+
+  private closeIfIdle(): void {
+    if (this.closing && this.queue.length === 0 && this.status === 'I' && !this.blocked) this.terminate(this.closing);
   }
 
   // ── client → upstream ───────────────────────────────────────────────────────────────
@@ -208,6 +231,7 @@ export class Relay {
           this.onClientFrame(f.code, f.frame);
         }
         this.toUpstream.flush();
+        if (this.closing) this.closeIfIdle();
         if (!this.blocked && !this.finished) this.client.resume();
       })
       .catch((err: unknown) => this.fatal(err));
@@ -360,6 +384,7 @@ export class Relay {
       this.toClient.flush();
       for (const f of frames) this.toClient.write(f);
       this.toClient.write(buildReadyForQuery(this.status));
+      if (this.closing) this.closeIfIdle();
     } else {
       this.queue.push({ kind: 'local', frames });
     }
@@ -410,6 +435,7 @@ export class Relay {
       this.onDrained = undefined;
       drained();
     }
+    if (this.closing) this.closeIfIdle();
   }
 
   private apply(changes: readonly SessionChange[]): void {

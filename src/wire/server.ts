@@ -1,21 +1,38 @@
 /**
- * The Postgres wire front end: a TCP server handing each connection to `serveConnection`.
+ * The Postgres wire front end: a TCP server handing each connection to `serveConnection`, and
+ * its drain before a stop.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { ControlPlane } from '../control/control-plane.js';
 import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
+import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Cluster } from '../upstream/cluster.js';
 import { FailureThrottle } from '../shared/throttle.js';
 import { CancelRegistry, type CancelPeers } from './cancel.js';
 import { serveConnection } from './connection.js';
 import { sessionPoolFor } from '../upstream/session-pool.js';
+import type { Relay } from './relay.js';
 import { loadTls } from './tls.js';
+
+/** How long terminated clients get to read their FATAL before `close` cuts what is left. */
+const FAREWELL_MS = 1_000;
 
 export interface WireServer {
   readonly port: number;
+  /**
+   * Stops accepting connections and ends every client with 57P01, as Postgres does on shutdown:
+   * idle ones at once, one in a transaction right after it ends, and all that remain after
+   * `timeoutMs` (their transactions rolled back). Resolves once no client is left, or soon after
+   * the timeout.
+   */
+  drain(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+function adminShutdown(): PgError {
+  return new PgError(SqlState.AdminShutdown, 'terminating connection due to administrator command', { severity: 'FATAL' });
 }
 
 export interface WireServerDeps {
@@ -39,6 +56,10 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     log,
   });
 
+  const sockets = new Set<Socket>();
+  const relays = new Map<Socket, Relay>();
+  let draining = false;
+  let onEmpty: (() => void) | undefined;
   const connDeps = {
     config,
     control: deps.control,
@@ -49,13 +70,37 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     throttle: new FailureThrottle(),
     secret: cluster.secret,
     log,
+    onSession: (raw: Socket, relay: Relay) => {
+      if (!sockets.has(raw)) return; // gone already
+      relays.set(raw, relay);
+      if (draining) relay.closeWhenIdle(adminShutdown()); // finished start-up during the drain
+    },
   };
-  const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => {
+    // With worker processes a connection the primary accepted may still arrive after the close.
+    if (draining) return void socket.destroy();
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      relays.delete(socket);
+      if (sockets.size === 0) onEmpty?.();
+    });
     void serveConnection(socket, connDeps, () => sockets.size);
   });
+  let closed: Promise<void> | undefined;
+  const stopListening = () => (closed ??= new Promise<void>((resolve) => server.close(() => resolve())));
+  /** Resolves when every client is gone, or after `ms`. */
+  const gone = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (sockets.size === 0) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        onEmpty = undefined;
+        resolve();
+      }
+      onEmpty = done;
+    });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.pgPort, config.host, () => {
@@ -66,10 +111,22 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
   const address = server.address();
   return {
     port: typeof address === 'object' && address ? address.port : config.pgPort,
+    drain: async (timeoutMs) => {
+      draining = true;
+      void stopListening();
+      const error = adminShutdown();
+      for (const relay of relays.values()) relay.closeWhenIdle(error);
+      await gone(timeoutMs);
+      if (sockets.size === 0) return;
+      log.info({ clients: sockets.size }, 'drain timeout: terminating the remaining wire clients');
+      for (const relay of relays.values()) relay.terminate(error);
+      for (const s of sockets) if (!relays.has(s)) s.destroy(); // still in start-up
+      await gone(FAREWELL_MS);
+    },
     close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const listening = stopListening();
       for (const s of sockets) s.destroy();
-      await closed;
+      await listening;
       pool.close();
     },
   };

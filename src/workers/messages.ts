@@ -23,6 +23,7 @@ export type WorkerMessage =
   | QueryCancelAsk
   | QueryCancelAnswer;
 
+/** `stop`: drain (config `drainTimeoutMs`), then stop; a worker whose primary is gone stops at once. */
 export type PrimaryMessage = { kind: 'cancel'; processId: number; secretKey: number } | { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer;
 
 export function isMessage<T extends { kind: string }>(m: unknown): m is T {

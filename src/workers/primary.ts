@@ -18,12 +18,13 @@ import { QueryCancelBroker } from './query-cancels.js';
 export interface RunningService {
   readonly httpUrl: string;
   readonly pgPort: number;
+  /** Drains (see `Service.drain`: every worker at once), then stops. */
   stop(): Promise<void>;
 }
 
 /** A worker that stops of itself, once the service runs, is replaced after this long. */
 const RESTART_DELAY_MS = 1000;
-/** A worker still running this long after being told to stop is killed. */
+/** A worker still running this long after its drain should have ended is killed. */
 const STOP_GRACE_MS = 15_000;
 
 /** Sends if the worker still listens; one that is leaving may close the channel meanwhile, which is no error. */
@@ -35,9 +36,9 @@ function exited(worker: Worker): Promise<void> {
   return worker.isDead() ? Promise.resolve() : new Promise((resolve) => worker.once('exit', () => resolve()));
 }
 
-async function stopWorker(worker: Worker): Promise<void> {
+async function stopWorker(worker: Worker, drainMs: number): Promise<void> {
   send(worker, { kind: 'stop' });
-  const timer = setTimeout(() => worker.process.kill('SIGKILL'), STOP_GRACE_MS);
+  const timer = setTimeout(() => worker.process.kill('SIGKILL'), drainMs + STOP_GRACE_MS);
   await exited(worker);
   clearTimeout(timer);
 }
@@ -60,7 +61,7 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
 
   const stopAll = async () => {
     stopping = true;
-    await Promise.all([...workers].map(stopWorker));
+    await Promise.all([...workers].map((w) => stopWorker(w, config.drainTimeoutMs)));
     await upstream.close();
   };
 

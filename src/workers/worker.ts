@@ -27,15 +27,17 @@ const peers: CancelPeers = {
 /** Runs until the primary says stop (or disappears); resolves to the exit code. */
 export async function runWorker(config: Config, log: Logger): Promise<number> {
   // The primary coordinates a terminal's Ctrl-C (sent to every process of the group); SIGTERM
-  // aimed at this worker alone stops it, and the primary starts another. A stop may come while
-  // the service is still starting: it is kept for then.
+  // aimed at this worker alone drains and stops it, and the primary starts another. A stop may
+  // come while the service is still starting: it is kept for then. A primary that is gone (a
+  // second signal made it exit at once) leaves nothing to drain for: the worker stops at once.
   process.on('SIGINT', () => undefined);
-  const stopped = new Promise<void>((resolve) => {
+  const primaryGone = new Promise<'now'>((resolve) => process.on('disconnect', () => resolve('now')));
+  const stopped = new Promise<'drain' | 'now'>((resolve) => {
     process.on('message', (m: unknown) => {
-      if (isMessage<PrimaryMessage>(m) && m.kind === 'stop') resolve();
+      if (isMessage<PrimaryMessage>(m) && m.kind === 'stop') resolve('drain');
     });
-    process.on('disconnect', () => resolve());
-    process.on('SIGTERM', () => resolve());
+    void primaryGone.then(resolve);
+    process.on('SIGTERM', () => resolve('drain'));
   });
   let service;
   try {
@@ -48,7 +50,7 @@ export async function runWorker(config: Config, log: Logger): Promise<number> {
     return 1;
   }
   void send({ kind: 'ready', httpUrl: service.httpUrl, pgPort: service.pgPort });
-  await stopped;
+  if ((await stopped) === 'drain') await Promise.race([service.drain(), primaryGone]);
   await service.stop();
   process.disconnect?.();
   return 0;

@@ -3,9 +3,13 @@ import type { ControlPlane } from '../../control/control-plane.js';
 
 const HEALTH_TIMEOUT_MS = 2_000;
 
-/** `GET /healthz`: no auth; 200 when the upstream answers, 503 otherwise. */
-export const healthRoutes: FastifyPluginAsync<{ control: ControlPlane }> = async (app, { control }) => {
+/**
+ * `GET /healthz`: no auth; 200 when the upstream answers, 503 otherwise — and 503 at once while
+ * the service drains before stopping, so that a load balancer sends it nothing new.
+ */
+export const healthRoutes: FastifyPluginAsync<{ control: ControlPlane; draining: () => boolean }> = async (app, { control, draining }) => {
   app.get('/healthz', async (req, reply) => {
+    if (draining()) return reply.code(503).send({ status: 'unavailable', reason: 'shutting down' });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS);
