@@ -9,12 +9,11 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startService } from '../../src/main.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { startEmbedded, type EmbeddedCluster } from '../../src/upstream/embedded.js';
 import { freePort } from './ports.js';
-import type { TestService } from './service.js';
+import { startTestServiceWith, type TestService } from './service.js';
 
 const log = createLogger('warn');
 
@@ -74,19 +73,7 @@ export class PrivateCluster {
 }
 
 /** A repobase service on `upstreamUrl` (any cluster), with ports chosen by the OS. */
-export async function startServiceOn(upstreamUrl: string, overrides: Record<string, unknown> = {}): Promise<Omit<TestService, 'pgUrl'>> {
+export async function startServiceOn(upstreamUrl: string, overrides: Record<string, unknown> = {}): Promise<TestService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'repobase-fault-data-'));
-  const config = loadConfig({}, { upstreamUrl, dataDir, httpPort: 0, pgPort: 0, logLevel: 'warn', secret: randomBytes(16).toString('hex'), ...overrides });
-  const service = await startService(config, log);
-  const suffix = randomBytes(3).toString('hex');
-  const pgOptions = (user: string, key: string, database = config.serviceDatabase) => ({ host: '127.0.0.1', port: service.pgPort, user, password: key, database });
-  return Object.assign(service, {
-    config,
-    user: async (base: string) => {
-      const name = `${base}_${suffix}`;
-      const { key } = await service.control.createUser(name);
-      return { name, key };
-    },
-    pgOptions,
-  });
+  return startTestServiceWith(loadConfig({}, { upstreamUrl, dataDir, httpPort: 0, pgPort: 0, logLevel: 'warn', secret: randomBytes(16).toString('hex'), ...overrides }));
 }

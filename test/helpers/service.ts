@@ -20,7 +20,11 @@ export interface TestService extends Service {
 let counter = 0;
 
 export async function startTestService(overrides: Record<string, unknown> = {}): Promise<TestService> {
-  const config = await testConfig(overrides);
+  return startTestServiceWith(await testConfig(overrides));
+}
+
+/** A whole service on `config` (any cluster: see startTestService for the usual one). */
+export async function startTestServiceWith(config: Config): Promise<TestService> {
   const service = await startService(config, createLogger('warn'));
   const suffix = `${process.pid.toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 5)}`;
   const pgOptions = (user: string, key: string, database = config.serviceDatabase) => ({

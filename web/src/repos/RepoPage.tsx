@@ -1,8 +1,7 @@
 import { useCallback } from 'react';
 import { Link, useLocation } from 'wouter';
 import { deleteRepo, getRepo, listCollaborators, removeCollaborator, setCollaborator, updateRepo } from '../api.ts';
-import { NotFoundPage } from '../layout/NotFoundPage.tsx';
-import { ErrorMessage } from '../lib/ErrorMessage.tsx';
+import { resourceStatus } from '../layout/ResourceStatus.tsx';
 import { useResource } from '../lib/useResource.ts';
 import { useLiveSchema } from '../live/useLiveSchema.ts';
 import { uploadHref } from '../table/paths.ts';
@@ -25,17 +24,8 @@ export function RepoPage({ owner, repo }: { owner: string; repo: string }) {
   const reload = detail.reload;
   useLiveSchema(`${owner}/${repo}`, useCallback(() => reload(), [reload]));
 
-  if (detail.status === 'loading') {
-    return (
-      <p className="muted" role="status">
-        Loading {owner}/{repo}…
-      </p>
-    );
-  }
-  if (detail.status === 'error') {
-    if (detail.error.notFound) return <NotFoundPage />;
-    return <ErrorMessage error={detail.error} />;
-  }
+  const status = resourceStatus(detail, `${owner}/${repo}`);
+  if (status !== undefined || detail.status !== 'ready') return status;
 
   const data = detail.data;
   return (

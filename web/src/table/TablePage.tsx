@@ -9,7 +9,7 @@ import { useCallback, useRef } from 'react';
 import { Link } from 'wouter';
 import { getRepo, type Access } from '../api.ts';
 import { NotFoundPage } from '../layout/NotFoundPage.tsx';
-import { ErrorMessage } from '../lib/ErrorMessage.tsx';
+import { resourceStatus } from '../layout/ResourceStatus.tsx';
 import { PageTitle } from '../lib/PageTitle.tsx';
 import { useResource } from '../lib/useResource.ts';
 import { useLiveSchema } from '../live/useLiveSchema.ts';
@@ -41,17 +41,8 @@ export function TablePage({ owner, repo, table }: TablePageProps) {
   );
   useLiveSchema(fullName, onLive);
 
-  if (detail.status === 'loading') {
-    return (
-      <p className="muted" role="status">
-        Loading {table}…
-      </p>
-    );
-  }
-  if (detail.status === 'error') {
-    if (detail.error.notFound) return <NotFoundPage />;
-    return <ErrorMessage error={detail.error} />;
-  }
+  const status = resourceStatus(detail, table);
+  if (status !== undefined || detail.status !== 'ready') return status;
   const info = findTable(detail.data, table);
   if (!info) {
     if (!seen.current) return <NotFoundPage />;

@@ -7,7 +7,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'wouter';
 import { ApiError, getRepo, type RepoDetail } from '../api.ts';
-import { NotFoundPage } from '../layout/NotFoundPage.tsx';
+import { resourceStatus } from '../layout/ResourceStatus.tsx';
 import { ErrorMessage } from '../lib/ErrorMessage.tsx';
 import { PageTitle } from '../lib/PageTitle.tsx';
 import { toApiError, useResource } from '../lib/useResource.ts';
@@ -21,17 +21,8 @@ import './upload.css';
 
 export default function UploadPage({ owner, repo }: { owner: string; repo: string }) {
   const detail = useResource(() => getRepo(owner, repo), [owner, repo]);
-  if (detail.status === 'loading') {
-    return (
-      <p className="muted" role="status">
-        Loading {owner}/{repo}…
-      </p>
-    );
-  }
-  if (detail.status === 'error') {
-    if (detail.error.notFound) return <NotFoundPage />;
-    return <ErrorMessage error={detail.error} />;
-  }
+  const status = resourceStatus(detail, `${owner}/${repo}`);
+  if (status !== undefined || detail.status !== 'ready') return status;
   const data = detail.data;
   if (data.permission === 'read') {
     return (
