@@ -12,7 +12,7 @@ import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
 import { createPolicy } from './policy/index.js';
 import type { QueryCancelPeers } from './http/running-queries.js';
-import type { CancelPeers } from './wire/cancel.js';
+import { openCancelChannel } from './wire/cancel-channel.js';
 import { startWireServer } from './wire/server.js';
 
 export interface Service {
@@ -40,9 +40,7 @@ function listenError(err: unknown, what: string, host: string, port: number, env
 }
 
 export interface ServiceOptions {
-  /** Set when this process is one of several workers sharing the ports: where wire CancelRequests not for this process go. */
-  cancelPeers?: CancelPeers;
-  /** Likewise for REST query cancels (`POST /query/<id>/cancel`). */
+  /** Set when this process is one of several workers sharing the ports: where REST query cancels (`POST /query/<id>/cancel`) not for this process go. */
   queryCancelPeers?: QueryCancelPeers;
 }
 
@@ -66,7 +64,10 @@ export async function startService(config: Config, log: Logger, options: Service
     cleanup.push(() => control.close());
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     cleanup.push(() => policy.close());
-    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers: options.cancelPeers }).catch((err: unknown) => {
+    // Wire CancelRequests for other processes (workers or instances) go through the cluster.
+    const cancelPeers = await openCancelChannel(cluster.adminConfig, cluster.admin, log);
+    cleanup.push(() => cancelPeers.close());
+    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers }).catch((err: unknown) => {
       throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
     });
     cleanup.push(() => wire.close());

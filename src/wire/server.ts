@@ -41,7 +41,7 @@ export interface WireServerDeps {
   control: ControlPlane;
   policy: Policy;
   log: Logger;
-  /** The service's other processes, for cancels that reach the wrong one. */
+  /** The service's other processes and instances, for cancels that reach the wrong one (cancel-channel.ts). */
   cancelPeers?: CancelPeers;
 }
 

@@ -19,12 +19,11 @@ export type QueryCancelAnswer = { kind: 'query-cancel-result'; ref: number; foun
 export type WorkerMessage =
   | { kind: 'ready'; httpUrl: string; pgPort: number }
   | { kind: 'failed'; error: PlainError }
-  | { kind: 'cancel'; processId: number; secretKey: number }
   | QueryCancelAsk
   | QueryCancelAnswer;
 
 /** `stop`: drain (config `drainTimeoutMs`), then stop; a worker whose primary is gone stops at once. */
-export type PrimaryMessage = { kind: 'cancel'; processId: number; secretKey: number } | { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer;
+export type PrimaryMessage = { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer;
 
 export function isMessage<T extends { kind: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { kind?: unknown }).kind === 'string';

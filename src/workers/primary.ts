@@ -2,8 +2,9 @@
  * The primary of a service run as several processes (`workers` > 1). It owns what must exist
  * once: the embedded Postgres, the control plane's migrations, the generated TLS certificate.
  * Then it forks the workers, each a whole service (REST and wire) on the shared listening
- * sockets — node:cluster hands accepted connections to them in turn — and stays to pass cancel
- * requests (wire and REST) between them, replace a worker that dies, and stop them all before Postgres.
+ * sockets — node:cluster hands accepted connections to them in turn — and stays to pass REST
+ * query cancels between them (wire cancels go through the cluster: src/wire/cancel-channel.ts),
+ * replace a worker that dies, and stop them all before Postgres.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { ControlPlane } from '../control/control-plane.js';
@@ -73,9 +74,7 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
       if (!isMessage<WorkerMessage>(m)) return;
       if (m.kind === 'ready') onReady(m);
       else if (m.kind === 'failed') onFailed(new PgError(m.error.code, m.error.message, { hint: m.error.hint, detail: m.error.detail }));
-      else if (m.kind === 'cancel') {
-        for (const other of workers) if (other !== worker) send(other, m);
-      } else if (m.kind === 'query-cancel') queryCancels.ask(worker, m, [...workers].filter((other) => other !== worker && other.isConnected()));
+      else if (m.kind === 'query-cancel') queryCancels.ask(worker, m, [...workers].filter((other) => other !== worker && other.isConnected()));
       else if (m.kind === 'query-cancel-result') queryCancels.answer(m);
     });
     worker.on('exit', (code, signal) => {
