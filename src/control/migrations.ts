@@ -4,6 +4,7 @@
  */
 import type pg from 'pg';
 import { escapeIdentifier } from 'pg';
+import { catalogViewsSql } from '../policy/catalog-views.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -191,6 +192,13 @@ const migrations: Migration[] = [
       END
       $do$;
     `,
+  },
+  {
+    version: 6,
+    name: 'filtered catalogs: each user sees their own world',
+    // Views over pg_catalog and information_schema showing only the reading role's world; the
+    // policy redirects catalog references to them (src/policy/catalog-views.ts, catalog-rewrite.ts).
+    sql: () => catalogViewsSql(),
   },
 ];
 
