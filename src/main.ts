@@ -54,13 +54,14 @@ async function restFinished(requests: ReadonlySet<ServerResponse>, until: number
 }
 
 export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
-  const cluster = await openCluster(config, log);
+  // An external upstream may be down while the service starts: it then starts anyway (see ControlPlane.openWhenReachable).
+  const cluster = await openCluster(config, log, { check: !config.upstreamUrl });
   const cleanup: (() => Promise<void>)[] = [() => cluster.close()];
   const stop = async () => {
     for (const step of cleanup.reverse().splice(0)) await step();
   };
   try {
-    const control = await ControlPlane.open(cluster, log, { listen: true });
+    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true });
     cleanup.push(() => control.close());
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     cleanup.push(() => policy.close());
@@ -73,7 +74,8 @@ export async function startService(config: Config, log: Logger, options: Service
     cleanup.push(() => wire.close());
     const pools = new RolePools({ cluster, config, log });
     cleanup.push(() => pools.close());
-    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
+    // A REST statement ends by statementTimeoutMs upstream; silent a second past it, the network is taken as gone.
+    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, silenceMs: config.statementTimeoutMs + 1_000, log });
     cleanup.push(async () => sessions.close());
     let draining = false;
     const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining });

@@ -7,7 +7,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
 import type { Cluster } from './cluster.js';
-import { noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { noteParameterStatus, openUpstreamSession, watchSilence, type UpstreamSession, type UpstreamTarget } from './session.js';
 
 interface Idle {
   session: UpstreamSession;
@@ -31,6 +31,14 @@ export interface SessionPoolOptions {
   /** How long `acquire` waits for a session when the role has `maxPerRole` busy. */
   waitMs: number;
   log: Logger;
+  /**
+   * Set for a pool whose every handed-out session runs one statement (the REST API's): a session
+   * handed out that passes no byte either way for this long, unless its reader paused it, is
+   * closed (see `watchSilence`), so its statement fails with 08006 instead of waiting for ever on
+   * a network that stopped answering. Unset: the user watches (the wire relay knows when an
+   * answer is owed).
+   */
+  silenceMs?: number;
 }
 
 const DISCARD = buildQuery('DISCARD ALL');
@@ -39,6 +47,8 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
+  /** Stops watching a handed-out session for silence (see `silenceMs`). */
+  private readonly watching = new WeakMap<UpstreamSession, () => void>();
   private readonly waiting = new Map<string, (() => void)[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
@@ -101,10 +111,19 @@ export class SessionPool {
     while (list && list.length > 0) {
       const { session, onStray } = list.pop()!;
       session.socket.off('data', onStray);
-      if (!session.socket.destroyed) return session;
+      if (!session.socket.destroyed) return this.handOut(session);
       this.forget(role, session);
     }
     return undefined;
+  }
+
+  /** Watches a session being handed out for silence (`silenceMs`), until it is released. */
+  private handOut(session: UpstreamSession): UpstreamSession {
+    if (this.opts.silenceMs) {
+      const socket = session.socket;
+      this.watching.set(session, watchSilence(socket, this.opts.silenceMs, () => true, () => socket.destroy()));
+    }
+    return session;
   }
 
   /** An idle session with exactly these startup parameters, or a new one. */
@@ -122,7 +141,7 @@ export class SessionPool {
       const session = await openUpstreamSession(this.opts.target(role), params);
       if (this.greetings.size > 10_000) this.greetings.clear();
       this.greetings.set(key, session.parameters);
-      return session;
+      return this.handOut(session);
     } catch (err: unknown) {
       this.decrement(role);
       throw err;
@@ -183,6 +202,8 @@ export class SessionPool {
    * be reused; it is reset with DISCARD ALL first. Anything else is closed.
    */
   release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, clean: boolean): void {
+    this.watching.get(session)?.();
+    this.watching.delete(session);
     if (!clean || this.closed || session.socket.destroyed || session.status !== 'I') {
       this.destroy(role, session);
       return;
@@ -290,6 +311,7 @@ export function sessionPoolFor(cluster: Pick<Cluster, 'roleConnection'>, opts: O
         database: c.database ?? 'postgres',
         user: role,
         password: typeof c.password === 'string' ? c.password : '',
+        connectTimeoutMs: c.connectionTimeoutMillis,
         tls: ssl ? { rejectUnauthorized: typeof ssl === 'object' ? ssl.rejectUnauthorized !== false : true } : undefined,
       };
     },

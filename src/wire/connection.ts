@@ -181,6 +181,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     }
     const user = startup.params.user;
     if (!user) throw fatal(SqlState.InvalidAuthorizationSpecification, 'no user name specified in the startup packet');
+    deps.control.assertReachable(); // 08006 while the upstream has not been reached since start-up
     const repoPath = repoOfDatabase(startup.params.database || user, deps.config.serviceDatabase, user);
     const upstreamParams = upstreamStartup(startup.params, repoPath);
     if (active() > deps.config.pgMaxConnections) throw fatal(SqlState.TooManyConnections, 'sorry, too many clients already');
@@ -202,7 +203,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     const greeting = await deps.pool.greeting(principal.user, upstreamParams.params);
     clearTimeout(timer);
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
-    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log }, (used, clean) => {
+    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log, responseTimeoutMs: deps.config.upstreamResponseTimeoutMs, sendTimeoutMs: deps.config.pgSendTimeoutMs }, (used, clean) => {
       deps.cancels.unregister(key.processId);
       if (used) deps.pool.release(principal.user, upstreamParams.params, used, clean);
     });

@@ -36,7 +36,14 @@ import {
 } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
-import { cancelUpstream, noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
+import { cancelUpstream, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
+
+/**
+ * Bytes written to the client and not yet taken by it past which the upstream is paused
+ * (backpressure): what one slow client costs the proxy stays about this, whatever it asked for.
+ */
+const CLIENT_HIGH_WATER = 1 << 20;
+const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
 /** Stands in for the upstream before the session is attached; nothing is ever added to it. */
 const NO_UPSTREAM = new Run(undefined);
@@ -72,6 +79,10 @@ export interface RelayDeps {
   policy: Policy;
   control: ControlPlane;
   log: Logger;
+  /** `upstreamResponseTimeoutMs`: an upstream owing an answer and silent this long is taken as dead (0 = never). */
+  responseTimeoutMs?: number;
+  /** `pgSendTimeoutMs`: a client that reads nothing of a pending answer this long is closed. */
+  sendTimeoutMs?: number;
 }
 
 export class Relay {
@@ -92,6 +103,9 @@ export class Relay {
   private toUpstream: Run = NO_UPSTREAM;
   /** Resolves when every request sent upstream has been answered. */
   private onDrained: (() => void) | undefined;
+  /** Running while the upstream is paused for a client that does not read (see `holdUpstream`). */
+  private sendTimer: NodeJS.Timeout | undefined;
+  private unwatch: () => void = () => undefined;
   /** Set by `closeWhenIdle`: the FATAL to end the session with once no transaction is open. */
   private closing: PgError | undefined;
 
@@ -132,6 +146,7 @@ export class Relay {
     this.toUpstream = new Run(upstream.socket);
     upstream.socket.on('data', this.onUpstreamData);
     upstream.socket.on('close', this.onUpstreamClose);
+    this.unwatch = watchSilence(upstream.socket, this.deps.responseTimeoutMs ?? 0, () => this.queue.length > 0, this.onUpstreamSilent);
   }
 
   get transactionStatus(): TransactionStatus {
@@ -396,9 +411,48 @@ export class Relay {
     try {
       this.upstream!.reader.push(chunk, this.onUpstreamFrame);
       this.toClient.flush();
+      if (this.client.writableLength > CLIENT_HIGH_WATER) this.holdUpstream();
     } catch (err: unknown) {
       this.fatal(err);
     }
+  };
+
+  /**
+   * Backpressure: the client reads slower than the upstream answers. The upstream socket is
+   * paused — Postgres then blocks on its send, and memory here stays bounded — until the client
+   * has taken what was written. A client that takes nothing for `sendTimeoutMs` is closed; its
+   * upstream session is settled (statement cancelled, transaction rolled back) and reused.
+   */
+  private holdUpstream(): void {
+    if (this.sendTimer || !this.upstream) return;
+    const socket = this.upstream.socket;
+    const ms = this.deps.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
+    socket.pause();
+    let left = this.client.writableLength;
+    const check = () => {
+      if (this.finished) return;
+      if (this.client.writableLength < left) {
+        left = this.client.writableLength; // slow, but reading
+        this.sendTimer = setTimeout(check, ms);
+        return;
+      }
+      this.deps.log.info({ pending: left, ms }, 'wire client read nothing of its answer within the send timeout: closed');
+      this.client.destroy();
+      this.end(true);
+    };
+    this.sendTimer = setTimeout(check, ms);
+    this.client.once('drain', () => {
+      clearTimeout(this.sendTimer);
+      this.sendTimer = undefined;
+      if (!this.finished) socket.resume();
+    });
+  }
+
+  /** The upstream owes an answer and passed nothing for `responseTimeoutMs`: a network that stopped answering. */
+  private readonly onUpstreamSilent = (): void => {
+    const ms = this.deps.responseTimeoutMs;
+    this.deps.log.warn({ ms }, 'upstream session silent past the response timeout: closed');
+    this.terminate(new PgError(SqlState.ConnectionFailure, `the upstream connection did not answer within ${ms} ms`, { hint: 'Postgres or the network to it stopped answering; reconnect (other sessions are not affected)' }));
   };
 
   private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
@@ -492,7 +546,15 @@ export class Relay {
     upstream?.socket.off('data', this.onUpstreamData);
     upstream?.socket.off('close', this.onUpstreamClose);
     if (!this.client.destroyed) this.client.end();
+    clearTimeout(this.sendTimer);
+    this.unwatch();
     const alive = upstream !== undefined && !upstream.socket.destroyed;
+    if (clientLeft && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
+      // Left with work in flight: the session is brought back to idle and reused (closed if a transaction is open).
+      const owed = this.queue.reduce((n, e) => n + (e.kind === 'upstream' ? 1 : 0), 0);
+      void settle(upstream, owed, this.batchForwarded).then((ok) => this.onEnd(upstream, ok));
+      return;
+    }
     if (alive && this.queue.length > 0) void cancelUpstream(upstream);
     const clean = clientLeft && alive && this.queue.length === 0 && !this.blocked && this.status === 'I';
     this.onEnd(upstream, clean);

@@ -46,9 +46,10 @@ async function stopWorker(worker: Worker, drainMs: number): Promise<void> {
 
 /** Starts the shared parts and `count` workers; resolves once every worker serves. */
 export async function startPrimary(config: Config, log: Logger, count: number): Promise<RunningService> {
-  const upstream = await openCluster(config, log);
+  const upstream = await openCluster(config, log, { check: !config.upstreamUrl });
   try {
-    await (await ControlPlane.open(upstream, log, { listen: false })).close();
+    // An external upstream down at start-up: the workers start anyway, each waiting for it (and migrating under a lock) by itself.
+    await (await ControlPlane.openWhenReachable(upstream, log, { listen: false })).close();
     await loadTls(config);
   } catch (err: unknown) {
     await upstream.close();
