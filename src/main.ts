@@ -61,7 +61,7 @@ export async function startService(config: Config, log: Logger, options: Service
     for (const step of cleanup.reverse().splice(0)) await step();
   };
   try {
-    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true });
+    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true, auditRetentionDays: config.auditRetentionDays });
     cleanup.push(() => control.close());
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     cleanup.push(() => policy.close());

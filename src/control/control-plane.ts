@@ -59,6 +59,8 @@ import {
 } from './accounts.js';
 import { TtlCache } from './ttl-cache.js';
 import { LastUsedRecorder } from './last-used.js';
+import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
+import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
 
 export type { SchemaChange };
 export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
@@ -76,6 +78,8 @@ const RETRY_MAX_MS = 2_000;
 export interface ControlPlaneOptions {
   /** Listen for changes made by other instances (serving processes do; one-shot CLI commands don't). */
   listen: boolean;
+  /** Audit rows older than this many days are deleted at start and hourly (serving processes only; 0 = kept). */
+  auditRetentionDays?: number;
 }
 
 export class ControlPlane {
@@ -85,6 +89,10 @@ export class ControlPlane {
   private readonly lastUsed: LastUsedRecorder;
   private readonly schemaHandlers = new Set<(change: SchemaChange) => void>();
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
+  /** Where front ends report audited actions (buffered; see audit.ts). */
+  readonly audit: AuditLog;
+  /** Where front ends count per-user usage (buffered; see usage.ts). */
+  readonly usage: UsageRecorder;
   private ready = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -94,6 +102,8 @@ export class ControlPlane {
     private readonly log: Logger,
   ) {
     this.lastUsed = new LastUsedRecorder(cluster.admin, log);
+    this.audit = new AuditLog(cluster.admin, log);
+    this.usage = new UsageRecorder(cluster.admin, log);
   }
 
   /** Migrates the control schema, re-keys role passwords if the secret changed, starts listening. */
@@ -138,6 +148,7 @@ export class ControlPlane {
       if (!(await schemaEventsInstalled(this.cluster.admin))) {
         this.log.warn('live schema updates are off: the event triggers that report schema changes need a superuser admin role, and this one is not (consoles show changes made elsewhere when reloaded)');
       }
+      this.audit.startRetention(opts.auditRetentionDays ?? 0);
     }
   }
 
@@ -412,11 +423,23 @@ export class ControlPlane {
     return this.schemaHandlers.size;
   }
 
+  // ── audit log and usage ───────────────────────────────────────────────────────────────
+
+  /** Audit rows, newest first (the admin CLI). */
+  auditEntries(filter: AuditFilter): Promise<AuditEntry[]> {
+    return listAudit(this.admin, filter);
+  }
+
+  /** Hourly usage rows of `user` (every user when undefined), oldest first. */
+  usageRows(filter: { user?: string | undefined; since?: Date | undefined }): Promise<UsageRow[]> {
+    return listUsage(this.admin, filter);
+  }
+
   /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
     await this.listener?.close();
-    await this.lastUsed.close();
+    await Promise.all([this.lastUsed.close(), this.audit.close(), this.usage.close()]);
   }
 }

@@ -15,6 +15,7 @@ import type { ControlPlane, Principal, WebSession } from '../control/control-pla
 import { PgError, SqlState } from '../shared/errors.js';
 import { lazyChild, type Logger } from '../shared/logger.js';
 import { assertCsrf } from './csrf.js';
+import { failedKey } from './metering.js';
 import { clearSessionCookie, sessionCookie, setSessionCookie } from './session-cookie.js';
 
 /** How a route is authenticated: required (the default), optional, or not at all. */
@@ -52,7 +53,7 @@ function sessionEnded(): PgError {
 async function bearer(req: FastifyRequest, control: ControlPlane, header: string): Promise<void> {
   const m = BEARER.exec(header);
   if (!m?.[1]) throw noKey('malformed Authorization header: expected "Bearer <API key>"');
-  req.principal = await control.authenticate(m[1]);
+  req.principal = await control.authenticate(m[1]).catch((err: unknown) => failedKey(control, req, m[1]!, err));
 }
 
 async function cookie(req: FastifyRequest, reply: FastifyReply, control: ControlPlane, opts: AuthOptions, mode: RouteAuth): Promise<void> {

@@ -68,6 +68,10 @@ export const ConfigSchema = Type.Object({
     description: 'host name clients use for the Postgres wire front end, shown in connection strings; empty = the host name the browser or client used for the HTTP server',
   }),
   publicPgPort: Port('port clients use for the Postgres wire front end, shown in connection strings (e.g. behind a load balancer); 0 = the port it listens on'),
+  auditRetentionDays: Type.Integer({
+    minimum: 0,
+    description: 'audit log rows older than this many days are deleted (at start and hourly); 0 = kept forever',
+  }),
   cookieSecure: Type.Boolean({
     description: 'mark the console session cookie Secure (and accept an https Origin) even when requests arrive over plain HTTP, as behind a TLS-terminating proxy',
   }),

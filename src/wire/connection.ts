@@ -3,6 +3,7 @@
  * GSSENCRequest, CancelRequest, StartupMessage, authentication, the upstream session, and the
  * greeting (ParameterStatus, BackendKeyData, ReadyForQuery).
  */
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { ControlPlane } from '../control/control-plane.js';
@@ -189,11 +190,13 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       throw fatal(SqlState.InvalidAuthorizationSpecification, 'password authentication needs an encrypted connection', 'connect with sslmode=require');
     }
     const write = (b: Buffer) => void socket.write(b);
+    const auditOrigin = { frontEnd: 'wire' as const, source: raw.remoteAddress ?? null, requestId: randomBytes(6).toString('hex') }; // the connection id
     const principal = await authenticateClient(queue, write, user, raw.remoteAddress ?? '', {
       control: deps.control,
       method: deps.config.pgAuthMethod,
       secret: deps.secret,
       throttle: deps.throttle,
+      connId: auditOrigin.requestId,
     });
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
     await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
@@ -203,7 +206,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     const greeting = await deps.pool.greeting(principal.user, upstreamParams.params);
     clearTimeout(timer);
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
-    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log, responseTimeoutMs: deps.config.upstreamResponseTimeoutMs, sendTimeoutMs: deps.config.pgSendTimeoutMs }, (used, clean) => {
+    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log, auditOrigin, responseTimeoutMs: deps.config.upstreamResponseTimeoutMs, sendTimeoutMs: deps.config.pgSendTimeoutMs }, (used, clean) => {
       deps.cancels.unregister(key.processId);
       if (used) deps.pool.release(principal.user, upstreamParams.params, used, clean);
     });

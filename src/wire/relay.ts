@@ -37,6 +37,9 @@ import {
 import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
 import { cancelUpstream, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
+import { isDdlTag, type AuditEvent, type AuditOrigin } from '../control/audit.js';
+import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
+import type { UsageMeter } from '../control/usage.js';
 
 /**
  * Bytes written to the client and not yet taken by it past which the upstream is paused
@@ -68,6 +71,8 @@ function standIn(error: PgError): string {
 
 interface Pending {
   changes: readonly SessionChange[];
+  /** The SQL sent (the batch's Parse texts for the extended protocol): the text of DDL in the audit log. */
+  sql?: string | undefined;
   failed: boolean;
   /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's. */
   refusal: Buffer | undefined;
@@ -79,10 +84,29 @@ export interface RelayDeps {
   policy: Policy;
   control: ControlPlane;
   log: Logger;
+  /** The connection as the audit log names it (address, connection id). */
+  auditOrigin?: AuditOrigin;
   /** `upstreamResponseTimeoutMs`: an upstream owing an answer and silent this long is taken as dead (0 = never). */
   responseTimeoutMs?: number;
   /** `pgSendTimeoutMs`: a client that reads nothing of a pending answer this long is closed. */
   sendTimeoutMs?: number;
+}
+
+/** Backend messages the usage meter looks at: statement ends, and what says rows are coming. */
+const METERED = new Uint8Array(256);
+for (const code of [BackendCode.CommandComplete, BackendCode.RowDescription, BackendCode.CopyOutResponse, BackendCode.NoData, BackendCode.ErrorResponse]) METERED[code] = 1;
+
+/** The row count at the end of a CommandComplete's tag (`SELECT 7`, `FETCH 2`, `COPY 10`). */
+function tagCount(frame: Buffer): number {
+  let n = 0;
+  let scale = 1;
+  for (let i = frame.length - 2; i > 5; i--) {
+    const c = frame[i]!;
+    if (c < 0x30 || c > 0x39) break;
+    n += (c - 0x30) * scale;
+    scale *= 10;
+  }
+  return n;
 }
 
 export class Relay {
@@ -108,6 +132,11 @@ export class Relay {
   private unwatch: () => void = () => undefined;
   /** Set by `closeWhenIdle`: the FATAL to end the session with once no transaction is open. */
   private closing: PgError | undefined;
+  /** This connection's usage since the last write (see control/usage.ts). */
+  private readonly meter: UsageMeter;
+  /** A RowDescription or CopyOutResponse came: the next CommandComplete counts rows returned. */
+  private rowsFollow = false;
+  private batchSql: string | undefined;
 
   /**
    * @param acquire takes the upstream session, on the client's first message (so idle clients
@@ -124,6 +153,7 @@ export class Relay {
     private readonly onEnd: (upstream: UpstreamSession | undefined, clean: boolean) => void,
   ) {
     this.toClient = new Run(client);
+    this.meter = deps.control.usage.meter(principal.user);
   }
 
   /** Takes over the client socket; `early` are client frames that arrived during start-up. */
@@ -177,6 +207,7 @@ export class Relay {
   // ── client → upstream ───────────────────────────────────────────────────────────────
 
   private readonly onClientData = (chunk: Buffer): void => {
+    this.meter.bytesIn += chunk.length;
     try {
       this.clientReader.push(chunk, this.onClientFrame);
       this.toUpstream.flush();
@@ -278,11 +309,12 @@ export class Relay {
     switch (d.kind) {
       case 'allow':
         this.toUpstream.add(frame);
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
       case 'rewrite':
         this.toUpstream.write(buildQuery(d.sql));
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
       case 'deny':
+        this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
         return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt));
       case 'handled':
         return this.block(this.handle(d));
@@ -299,10 +331,12 @@ export class Relay {
     try {
       if (action.kind === 'create_repo') await this.deps.control.createRepo(ref);
       else await this.deps.control.deleteRepo(ref);
+      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}` });
     } catch (err: unknown) {
       const skip = err instanceof PgError && ((action.kind === 'create_repo' && action.ifNotExists && err.code === SqlState.DuplicateSchema) || (action.kind === 'drop_repo' && action.ifExists && err.code === SqlState.InvalidSchemaName));
       if (!skip) throw err;
     }
+    this.meter.statements++;
     this.respond([buildCommandComplete(d.commandTag)]);
   }
 
@@ -320,6 +354,7 @@ export class Relay {
   }
 
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
+    if ((this.batchSql?.length ?? 0) < AUDIT_SQL_MAX_CHARS) this.batchSql = this.batchSql === undefined ? parse.sql : `${this.batchSql}\n${parse.sql}`;
     switch (d.kind) {
       case 'allow':
         this.batchForwarded = true;
@@ -330,6 +365,7 @@ export class Relay {
         if (d.changes.length) (this.batchChanges ??= []).push(...d.changes);
         return this.toUpstream.write(buildParse(parse.name, d.sql, parse.paramTypes));
       case 'deny':
+        this.audit({ action: 'statement_denied', sql: parse.sql, sqlstate: d.error.code });
         return this.denyBatch(d.error, parse.name);
       case 'handled':
         return this.denyBatch(
@@ -363,8 +399,9 @@ export class Relay {
       this.respond([]); // refused at once, nothing went upstream
     } else {
       this.toUpstream.add(frame);
-      this.expectUpstream({ changes: this.discarding ? NO_CHANGES : (this.batchChanges ?? NO_CHANGES), failed: false, refusal: this.batchRefusal });
+      this.expectUpstream({ changes: this.discarding ? NO_CHANGES : (this.batchChanges ?? NO_CHANGES), failed: false, refusal: this.batchRefusal, sql: this.batchSql });
     }
+    this.batchSql = undefined;
     this.discarding = false;
     this.batchRefusal = undefined;
     this.batchForwarded = false;
@@ -408,6 +445,7 @@ export class Relay {
   // ── upstream → client ───────────────────────────────────────────────────────────────
 
   private readonly onUpstreamData = (chunk: Buffer): void => {
+    this.meter.bytesOut += chunk.length;
     try {
       this.upstream!.reader.push(chunk, this.onUpstreamFrame);
       this.toClient.flush();
@@ -456,6 +494,7 @@ export class Relay {
   };
 
   private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
+    if (METERED[code] === 1) this.meterFrame(code, frame);
     if (code === BackendCode.ReadyForQuery) return this.onReady(frame);
     if (code === BackendCode.ParameterStatus) noteParameterStatus(this.upstream!, frame);
     if (code === BackendCode.ErrorResponse) {
@@ -490,6 +529,30 @@ export class Relay {
       drained();
     }
     if (this.closing) this.closeIfIdle();
+  }
+
+  /** Usage and the DDL audit from the upstream's answers: a CommandComplete's tag says how many rows a SELECT or FETCH returned and what ran. */
+  private meterFrame(code: number, frame: Buffer): void {
+    if (code !== BackendCode.CommandComplete) {
+      this.rowsFollow = code === BackendCode.RowDescription || code === BackendCode.CopyOutResponse;
+      return;
+    }
+    this.meter.statements++;
+    if (this.rowsFollow) this.meter.rowsReturned += tagCount(frame);
+    this.rowsFollow = false;
+    // The hot tags (SELECT, INSERT, UPDATE, FETCH) are told apart by their first bytes, undecoded.
+    const first = frame[5];
+    if (first === 0x49 || first === 0x55 || first === 0x46 || (first === 0x53 && frame[7] === 0x4c)) return;
+    const tag = frame.toString('latin1', 5, frame.length - 1);
+    if (!isDdlTag(tag)) return;
+    const head = this.queue[0];
+    this.audit({ action: 'ddl', target: tag.replace(/ \d+$/, ''), sql: head?.kind === 'upstream' ? head.p.sql : undefined });
+  }
+
+  /** An audit row of this connection's user. */
+  private audit(event: Omit<AuditEvent, 'user' | keyof AuditOrigin>): void {
+    const origin = this.deps.auditOrigin ?? { frontEnd: 'wire' as const, source: null, requestId: null };
+    this.deps.control.audit.record({ ...origin, user: this.principal.user, ...event });
   }
 
   private apply(changes: readonly SessionChange[]): void {
@@ -539,6 +602,7 @@ export class Relay {
   private end(clientLeft: boolean): void {
     if (this.finished) return;
     this.finished = true;
+    this.meter.close();
     this.toClient.flush();
     this.client.off('data', this.onClientData);
     this.backlog.length = 0;

@@ -216,6 +216,7 @@ export const importRoutes: FastifyPluginAsyncTypebox<ImportDeps> = async (app, {
         received();
         // A failed import may leave the session mid-COPY: close it rather than reuse it.
         pools.release(client, failure === undefined ? undefined : new Error('import failed'));
+        control.usage.add(user, { uploadBytes: progress.bytes });
       }
     })();
     if (!(opts.async ?? length > config.importAsyncBytes)) return jobJson((await work)!);
