@@ -67,6 +67,7 @@ export const ConfigSchema = Type.Object({
   publicHost: Type.String({
     description: 'host name clients use for the Postgres wire front end, shown in connection strings; empty = the host name the browser or client used for the HTTP server',
   }),
+  metricsPort: Port('port of a separate HTTP server answering GET /metrics (Prometheus text format, no auth), e.g. one only the scraper reaches; 0 = GET /metrics on the HTTP port'),
   publicPgPort: Port('port clients use for the Postgres wire front end, shown in connection strings (e.g. behind a load balancer); 0 = the port it listens on'),
   auditRetentionDays: Type.Integer({
     minimum: 0,

@@ -7,6 +7,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
 import type { Cluster } from './cluster.js';
+import { timePoolWait, watchPool } from '../observe/metrics.js';
 import { noteParameterStatus, openUpstreamSession, watchSilence, type UpstreamSession, type UpstreamTarget } from './session.js';
 
 interface Idle {
@@ -30,7 +31,8 @@ export interface SessionPoolOptions {
   reset: 'eager' | 'lazy';
   /** How long `acquire` waits for a session when the role has `maxPerRole` busy. */
   waitMs: number;
-  log: Logger;
+  /** The pool's name in the metrics (`wire`, `rest`); unset: not in the metrics. */
+  metricsName?: string;
   /**
    * Set for a pool whose every handed-out session runs one statement (the REST API's): a session
    * handed out that passes no byte either way for this long, unless its reader paused it, is
@@ -39,6 +41,7 @@ export interface SessionPoolOptions {
    * answer is owed).
    */
   silenceMs?: number;
+  log: Logger;
 }
 
 const DISCARD = buildQuery('DISCARD ALL');
@@ -59,6 +62,20 @@ export class SessionPool {
   constructor(private readonly opts: SessionPoolOptions) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
+    if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
+  }
+
+  private readonly unwatch: (() => void) | undefined;
+
+  /** Sessions handed out (or opening), pooled, and acquires waiting for room: read when the metrics are scraped. */
+  private states(): { active: number; idle: number; waiting: number } {
+    let total = 0;
+    let idle = 0;
+    let waiting = 0;
+    for (const n of this.count.values()) total += n;
+    for (const list of this.idle.values()) idle += list.length;
+    for (const list of this.waiting.values()) waiting += list.length;
+    return { active: total - idle, idle, waiting };
   }
 
   /**
@@ -171,13 +188,16 @@ export class SessionPool {
   private waitForRoom(role: string): Promise<void> {
     return new Promise((resolve, reject) => {
       const list = this.waiting.get(role) ?? [];
+      const waited = this.opts.metricsName ? timePoolWait(this.opts.metricsName) : undefined;
       const waiter = () => {
+        waited?.();
         clearTimeout(timer);
         resolve();
       };
       const timer = setTimeout(() => {
         const i = list.indexOf(waiter);
         if (i >= 0) list.splice(i, 1);
+        waited?.();
         reject(
           new PgError(SqlState.TooManyConnections, `too many connections for user "${role}" (at most ${this.opts.maxPerRole} at once)`, {
             hint: 'every upstream session of this user stayed busy; close idle connections, or raise the per-user limit',
@@ -289,6 +309,7 @@ export class SessionPool {
   /** Closes every idle session; sessions in use close when released. */
   close(): void {
     this.closed = true;
+    this.unwatch?.();
     clearInterval(this.sweeper);
     for (const [key, list] of this.idle) {
       const role = key.slice(0, key.indexOf('\0'));

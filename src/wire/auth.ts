@@ -27,6 +27,7 @@ import {
 } from '../protocol/index.js';
 import type { FrameQueue } from './frame-queue.js';
 import type { FailureThrottle } from '../shared/throttle.js';
+import { authFailed as authFailures } from '../observe/metrics.js';
 
 // Re-exported for the connection handler, which types its dependencies from this module.
 export type { FailureThrottle };
@@ -130,7 +131,10 @@ export async function authenticateClient(
     return principal;
   } catch (err: unknown) {
     if (err instanceof PgError && err.code === SqlState.InvalidPassword) opts.control.audit.record({ action: 'login_failed', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null });
-    if (err instanceof PgError && err.code === SqlState.InvalidPassword) await opts.throttle.failed(address);
+    if (err instanceof PgError && err.code === SqlState.InvalidPassword) {
+      authFailures.wire.value++;
+      await opts.throttle.failed(address);
+    }
     throw err;
   }
 }

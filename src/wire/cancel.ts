@@ -14,6 +14,7 @@
  */
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import { cancelUpstream, type CancelTarget } from '../upstream/session.js';
+import { cancelRequests } from '../observe/metrics.js';
 
 /** Bits of a process id that name the process that gave it out. */
 export const TAG_BITS = 10;
@@ -87,8 +88,12 @@ export class CancelRegistry {
    */
   cancel(processId: number, secretKey: number): Promise<boolean> {
     const tag = tagOf(processId);
-    if (tag === 0 || tag > MAX_TAG) return Promise.resolve(false); // no process gives out such ids: not worth passing on
+    if (tag === 0 || tag > MAX_TAG) {
+      cancelRequests.unknown.value++;
+      return Promise.resolve(false); // no process gives out such ids: not worth passing on
+    }
     if (tag === this.tag) return this.cancelHere(processId, secretKey);
+    (this.peers ? cancelRequests.peer : cancelRequests.unknown).value++;
     this.peers?.forward(processId, secretKey);
     return Promise.resolve(false);
   }
@@ -106,6 +111,7 @@ export class CancelRegistry {
   /** Forwards a cancel if it matches a live client of this process; resolves when sent. */
   private cancelHere(processId: number, secretKey: number): Promise<boolean> {
     const up = this.matches(processId, secretKey) ? this.targets.get(processId)!.upstream() : undefined;
+    (up ? cancelRequests.forwarded : cancelRequests.unknown).value++;
     return up ? cancelUpstream(up) : Promise.resolve(false);
   }
 }

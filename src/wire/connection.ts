@@ -29,6 +29,7 @@ import {
   type StartupMessage,
 } from '../protocol/index.js';
 import { FrameQueue } from './frame-queue.js';
+import { countError } from '../observe/metrics.js';
 import { Relay } from './relay.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { upstreamStartup } from './startup-params.js';
@@ -224,6 +225,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     clearTimeout(timer);
     if (isWithoutAnswer(err)) return void socket.destroy();
     const e = err instanceof PgError ? err : internalError();
+    countError('wire', 'proxy', e.code);
     if (!(err instanceof PgError)) log.error({ err }, 'wire start-up failed');
     if (!socket.destroyed) socket.end(buildErrorResponse(e, 'FATAL'));
   }

@@ -28,6 +28,7 @@ import {
   buildParse,
   buildQuery,
   buildReadyForQuery,
+  decodeErrorResponse,
   decodeParse,
   decodeQuery,
   type FrameReader,
@@ -37,6 +38,7 @@ import {
 import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
 import { cancelUpstream, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
+import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 import { isDdlTag, type AuditEvent, type AuditOrigin } from '../control/audit.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import type { UsageMeter } from '../control/usage.js';
@@ -183,6 +185,11 @@ export class Relay {
     return this.status;
   }
 
+  /** Whether a request of the client is in flight (sent upstream, or being decided or handled). */
+  get busy(): boolean {
+    return this.queue.length > 0 || this.blocked;
+  }
+
   /**
    * Ends the session with `error` (as FATAL) once no transaction is open and nothing is in
    * flight: at once if that is so now, else right after the ReadyForQuery 'I' that ends it.
@@ -207,6 +214,7 @@ export class Relay {
   // ── client → upstream ───────────────────────────────────────────────────────────────
 
   private readonly onClientData = (chunk: Buffer): void => {
+    wireBytesIn.value += chunk.length;
     this.meter.bytesIn += chunk.length;
     try {
       this.clientReader.push(chunk, this.onClientFrame);
@@ -306,6 +314,7 @@ export class Relay {
   }
 
   private applyQuery(frame: Buffer, sql: string, d: Decision): void {
+    decisions.wire[d.kind].value++;
     switch (d.kind) {
       case 'allow':
         this.toUpstream.add(frame);
@@ -315,7 +324,7 @@ export class Relay {
         return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
       case 'deny':
         this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
-        return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt));
+        return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy');
       case 'handled':
         return this.block(this.handle(d));
     }
@@ -354,6 +363,7 @@ export class Relay {
   }
 
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
+    decisions.wire[d.kind].value++;
     if ((this.batchSql?.length ?? 0) < AUDIT_SQL_MAX_CHARS) this.batchSql = this.batchSql === undefined ? parse.sql : `${this.batchSql}\n${parse.sql}`;
     switch (d.kind) {
       case 'allow':
@@ -366,7 +376,7 @@ export class Relay {
         return this.toUpstream.write(buildParse(parse.name, d.sql, parse.paramTypes));
       case 'deny':
         this.audit({ action: 'statement_denied', sql: parse.sql, sqlstate: d.error.code });
-        return this.denyBatch(d.error, parse.name);
+        return this.denyBatch(d.error, parse.name, 'policy');
       case 'handled':
         return this.denyBatch(
           new PgError(SqlState.FeatureNotSupported, `${d.commandTag} of a repo needs the simple query protocol`, {
@@ -382,7 +392,8 @@ export class Relay {
    * When the batch may run in a transaction (one is open, or statements of the batch or before it
    * went upstream), the stand-in Parse, under the client's statement name, fails it upstream.
    */
-  private denyBatch(error: PgError, name = ''): void {
+  private denyBatch(error: PgError, name = '', origin: ErrorOrigin = 'proxy'): void {
+    countError('wire', origin, error.code);
     this.discarding = true;
     const frame = buildErrorResponse(error);
     if (!this.batchForwarded && this.queue.length === 0 && this.status === 'I') {
@@ -417,7 +428,8 @@ export class Relay {
    * flight the error is answered at once; otherwise the upstream runs `ahead` (the statements of
    * the string Postgres would run before the refused one) and a stand-in that fails in its place.
    */
-  private refuse(error: PgError, ahead = ''): void {
+  private refuse(error: PgError, ahead = '', origin: ErrorOrigin = 'proxy'): void {
+    countError('wire', origin, error.code);
     const frame = buildErrorResponse(error);
     if ((ahead === '' && this.queue.length === 0 && this.status === 'I') || !this.upstream) return this.respond([frame]);
     this.toUpstream.write(buildQuery(ahead + standIn(error)));
@@ -445,6 +457,7 @@ export class Relay {
   // ── upstream → client ───────────────────────────────────────────────────────────────
 
   private readonly onUpstreamData = (chunk: Buffer): void => {
+    wireBytesOut.value += chunk.length;
     this.meter.bytesOut += chunk.length;
     try {
       this.upstream!.reader.push(chunk, this.onUpstreamFrame);
@@ -507,6 +520,7 @@ export class Relay {
           return;
         }
       }
+      countError('wire', 'upstream', decodeErrorResponse(frame).code);
       if (frame.includes('SFATAL')) this.upstreamFatal = true;
     }
     this.toClient.add(frame);
@@ -578,6 +592,7 @@ export class Relay {
 
   private fatal(err: unknown): void {
     const e = this.toClientError(err);
+    countError('wire', 'proxy', e.code);
     if (!this.client.destroyed) this.client.end(buildErrorResponse(e, 'FATAL'));
     this.end(false);
   }
@@ -586,6 +601,7 @@ export class Relay {
 
   private readonly onUpstreamClose = (): void => {
     if (!this.upstreamFatal && !this.client.destroyed) {
+      countError('wire', 'upstream', SqlState.ConnectionFailure);
       this.toClient.flush();
       this.client.write(buildErrorResponse(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost', { hint: 'reconnect; other sessions are not affected' }), 'FATAL'));
     }

@@ -13,6 +13,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { openCluster } from '../upstream/cluster.js';
 import { loadTls } from '../wire/tls.js';
+import { workersMetrics } from '../observe/cluster-metrics.js';
 import { isMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 import { QueryCancelBroker } from './query-cancels.js';
 
@@ -77,6 +78,7 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
       else if (m.kind === 'failed') onFailed(new PgError(m.error.code, m.error.message, { hint: m.error.hint, detail: m.error.detail }));
       else if (m.kind === 'query-cancel') queryCancels.ask(worker, m, [...workers].filter((other) => other !== worker && other.isConnected()));
       else if (m.kind === 'query-cancel-result') queryCancels.answer(m);
+      else if (m.kind === 'metrics') workersMetrics().then((text) => send(worker, { kind: 'metrics-result', ref: m.ref, text }), (err: unknown) => send(worker, { kind: 'metrics-result', ref: m.ref, error: String(err) }));
     });
     worker.on('exit', (code, signal) => {
       workers.delete(worker);

@@ -15,6 +15,7 @@ import { PgError, SqlState } from '../../shared/errors.js';
 import type { FailureThrottle } from '../../shared/throttle.js';
 import { principalOf } from '../auth.js';
 import { audit } from '../metering.js';
+import { authFailed } from '../../observe/metrics.js';
 import { assertSameOrigin } from '../csrf.js';
 import { Credentials, SessionInfo } from '../schemas.js';
 import { clearSessionCookie, sessionCookie, setSessionCookie } from '../session-cookie.js';
@@ -85,8 +86,11 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
       try {
         session = await control.logIn(username, password);
       } catch (err: unknown) {
-        if (err instanceof PgError && err.code === SqlState.InvalidPassword) audit(control, req, { action: 'login_failed', user: username, frontEnd: 'console' });
-        if (err instanceof PgError && err.code === SqlState.InvalidPassword) await Promise.all(keys.map((k) => throttle.failed(k)));
+        if (err instanceof PgError && err.code === SqlState.InvalidPassword) {
+          audit(control, req, { action: 'login_failed', user: username, frontEnd: 'console' });
+          authFailed.console.value++;
+          await Promise.all(keys.map((k) => throttle.failed(k)));
+        }
         throw err;
       }
       for (const k of keys) throttle.succeeded(k);

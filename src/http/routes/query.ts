@@ -20,6 +20,7 @@ import type { SessionPool } from '../../upstream/session-pool.js';
 import { principalOf } from '../auth.js';
 import { isDdlTag } from '../../control/audit.js';
 import { audit } from '../metering.js';
+import { countError, decisions, tagOrigin } from '../../observe/metrics.js';
 import { publicError } from '../errors.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
 import type { RunningQueries } from '../running-queries.js';
@@ -87,10 +88,11 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
   const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
   const decided = deps.policy.decide(sql, rights, SESSION);
   const decision: Decision = decided instanceof Promise ? await decided : decided;
+  decisions.rest[decision.kind].value++;
   switch (decision.kind) {
     case 'deny':
       audit(deps.control, req, { action: 'statement_denied', sql, sqlstate: decision.error.code });
-      throw decision.error;
+      throw tagOrigin(decision.error, 'policy');
     case 'handled':
       if (await perform(deps.control, principal, decision.action)) {
         audit(deps.control, req, { action: decision.action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${decision.action.owner}/${decision.action.repo}`, sql });
@@ -133,7 +135,7 @@ async function stream(
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), signal);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
-    throw err;
+    throw tagOrigin(err, 'upstream');
   }
   const { statement } = started;
   const writer = createWriter(format, queryString, started.columns);
@@ -178,7 +180,9 @@ async function stream(
       ran(deps, reply.request, principal, queryString, outcome.command, sent);
       yield writer.end({ ...outcome, truncated });
     } catch (err: unknown) {
-      const closing = writer.failed(publicError(err, reply.request).error);
+      const shown = publicError(err, reply.request).error;
+      countError('rest', 'upstream', shown.code);
+      const closing = writer.failed(shown);
       if (closing === undefined) throw err;
       yield closing;
     } finally {
