@@ -23,6 +23,9 @@
 // it. The views are security barriers: a user's own (leaky) function in a WHERE clause is never
 // evaluated on rows outside the user's world before the filter.
 //
+// Also `repobase_catalog.pg_notify`, the stand-in that keeps each user's channels their own
+// (`channels.ts`).
+//
 // This list is the content of migration 6: a change to it needs a new migration, not an edit.
 
 /** The schema holding the filtered pg_catalog relations. */
@@ -231,5 +234,14 @@ export function catalogViewsSql(): string {
     END
     $do$;
     GRANT SELECT ON ALL TABLES IN SCHEMA ${c}, ${INFORMATION_SCHEMA} TO PUBLIC;
+
+    -- pg_notify in the caller's namespace (src/policy/channels.ts): top-level calls are
+    -- redirected here. A name already in it ("alice/news") is the same channel.
+    CREATE FUNCTION ${c}.pg_notify(channel text, payload text) RETURNS void
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+      SELECT pg_notify(CASE WHEN starts_with(channel, current_user || '/') THEN channel ELSE current_user || '/' || channel END, payload)
+    $fn$;
   `;
 }

@@ -36,12 +36,13 @@ import {
   type TransactionStatus,
 } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
+import { notificationForClient } from './notifications.js';
 import { Run } from './run.js';
 import { cancelUpstream, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
-import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 import { isDdlTag, type AuditEvent, type AuditOrigin } from '../control/audit.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import type { UsageMeter } from '../control/usage.js';
+import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 
 /**
  * Bytes written to the client and not yet taken by it past which the upstream is paused
@@ -268,8 +269,16 @@ export class Relay {
     const misreading = this.upstream?.readingChanged ? misread(sql, this.upstream.reading) : undefined;
     if (misreading) return misreading;
     const rights = this.deps.control.peekRights(this.principal.user);
-    return rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
+    const d = rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
+    return d instanceof Promise ? d.then(this.noteListens) : this.noteListens(d);
   }
+
+  /** Channels LISTENed to by their "<user>/…" name, shown by it (see notifications.ts). */
+  private readonly listenedAs = new Set<string>();
+  private readonly noteListens = (d: Decision): Decision => {
+    if ((d.kind === 'allow' || d.kind === 'rewrite') && d.listens !== undefined) for (const c of d.listens) this.listenedAs.add(c);
+    return d;
+  };
 
   /** Holds the client's frames back until `work` is done (they wait in `backlog`). */
   private block(work: Promise<void>): void {
@@ -509,6 +518,7 @@ export class Relay {
   private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
     if (METERED[code] === 1) this.meterFrame(code, frame);
     if (code === BackendCode.ReadyForQuery) return this.onReady(frame);
+    if (code === BackendCode.NotificationResponse) frame = notificationForClient(frame, this.principal.user, this.listenedAs);
     if (code === BackendCode.ParameterStatus) noteParameterStatus(this.upstream!, frame);
     if (code === BackendCode.ErrorResponse) {
       const head = this.queue[0];
