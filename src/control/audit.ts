@@ -176,6 +176,8 @@ export class AuditLog {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     await this.writer.close();
+    const lost = this.buffer.length + this.dropped;
+    if (lost > 0) this.log.warn({ lost }, 'audit rows lost at stop: the control plane did not answer');
   }
 }
 
