@@ -280,7 +280,7 @@ describe('GET /metrics with two worker processes', () => {
     primary.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     primary.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     for (const start = Date.now(); !output.includes('repobase is running (2 workers)'); await new Promise((r) => setTimeout(r, 100))) {
-      if (Date.now() - start > 30_000 || primary.exitCode !== null) throw new Error(`serve did not start:\n${output}`);
+      if (Date.now() - start > 60_000 || primary.exitCode !== null) throw new Error(`serve did not start:\n${output}`);
     }
   });
   afterAll(async () => {
