@@ -498,7 +498,7 @@ export class Relay {
       }
       this.deps.log.info({ pending: left, ms }, 'wire client read nothing of its answer within the send timeout: closed');
       this.client.destroy();
-      this.end(true);
+      this.end(true, true);
     };
     this.sendTimer = setTimeout(check, ms);
     this.client.once('drain', () => {
@@ -623,9 +623,10 @@ export class Relay {
   /**
    * Detaches from both sockets. The upstream session is reusable only if nothing is in flight;
    * a statement still running is cancelled (nobody is left to read its answer) and the session
-   * closed, so it is released at once whatever the client left behind.
+   * closed, so it is released at once whatever the client left behind. With `settleUpstream`
+   * (the client was closed at the send timeout) the session is settled and reused instead.
    */
-  private end(clientLeft: boolean): void {
+  private end(clientLeft: boolean, settleUpstream = false): void {
     if (this.finished) return;
     this.finished = true;
     this.meter.close();
@@ -639,8 +640,10 @@ export class Relay {
     clearTimeout(this.sendTimer);
     this.unwatch();
     const alive = upstream !== undefined && !upstream.socket.destroyed;
-    if (clientLeft && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
-      // Left with work in flight: the session is brought back to idle and reused (closed if a transaction is open).
+    if (settleUpstream && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
+      // Closed at the send timeout with work in flight: the session is brought back to idle and
+      // reused (closed if a transaction is open). A client that leaves by itself has its session
+      // closed at once instead, which frees its place in the pool soonest.
       const owed = this.queue.reduce((n, e) => n + (e.kind === 'upstream' ? 1 : 0), 0);
       void settle(upstream, owed, this.batchForwarded).then((ok) => this.onEnd(upstream, ok));
       return;
