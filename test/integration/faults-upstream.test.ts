@@ -155,6 +155,21 @@ describe('the upstream stops answering (blackholed connections)', () => {
     expect(await wireOnce(svc, victim.name, victim.key, 'SELECT 5 AS ok')).toEqual([{ ok: 5 }]); // a new session for the victim
   }, 30_000);
 
+  it('one REST session: its statement ends a second past the statement timeout with 503 08006; the next request works', async () => {
+    expect(await rest(svc, victim.key, 'SELECT 1 AS ok')).toMatchObject({ status: 200 }); // a pooled REST session now
+    const { rows } = await admin.query<{ port: number }>("SELECT client_port AS port FROM pg_stat_activity WHERE usename = $1 AND application_name = 'repobase-rest'", [victim.name]);
+    expect(rows).toHaveLength(1);
+    proxy.connection(rows[0]!.port).blackhole();
+    const sent = Date.now();
+    const answer = await rest(svc, victim.key, 'SELECT 2 AS ok');
+    const took = Date.now() - sent;
+    expect(answer.status).toBe(503);
+    expect(answer.body.error?.code).toBe('08006');
+    expect(took).toBeGreaterThanOrEqual(STATEMENT_TIMEOUT_MS + 1_000 - 100);
+    expect(took).toBeLessThan(STATEMENT_TIMEOUT_MS + 6_000);
+    expect(await rest(svc, victim.key, 'SELECT 3 AS ok')).toMatchObject({ status: 200, body: { data: [[3]] } });
+  }, 30_000);
+
   it('all of it: new connections time out, REST ends at its statement timeout, nothing hangs, memory stays flat; then it works again', async () => {
     // Warm what the log-in reads from the control plane (cached), and a pooled REST session.
     expect(await rest(svc, victim.key, 'SELECT 1 AS ok')).toMatchObject({ status: 200 });
