@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { packageRoot } from '../src/shared/package-root.js';
 import { startBenchEnv } from './env.js';
 import { errorCount, fmt } from './lib/stats.js';
+import { catalogLines, runCatalog, type CatalogResult } from './scenarios/catalog.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
 import { runRest, runRestOwnCores, type RestOwnCoresResult, type RestResult } from './scenarios/rest.js';
 import { runSoak, SOAK_MAX_RSS_CHANGE_PCT, type SoakResult } from './scenarios/soak.js';
@@ -128,6 +129,7 @@ async function main(): Promise<void> {
     rest?: RestResult;
     restOwnCores?: RestOwnCoresResult | string;
     policy?: Awaited<ReturnType<typeof policyBench>>;
+    catalog?: CatalogResult | string;
     upload?: UploadResult | string;
     connections?: ConnectionsResult | string;
     web?: WebResult | string;
@@ -143,6 +145,9 @@ async function main(): Promise<void> {
     if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
     if (wanted('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
     if (wanted('policy')) results.policy = await policyBench();
+    if (wanted('catalog')) {
+      results.catalog = await runCatalog(env, { repos: quick ? 500 : 10_000, rounds: quick ? 3 : 20 }, log).catch((err: unknown) => `catalog failed: ${(err as Error).message}`);
+    }
     if (wanted('soak')) {
       results.soak = await runSoak(env, { seconds: soakSeconds, wireClients: 150, restClients: 50, scale: settings.scale }, log).catch((err: unknown) => `soak failed: ${(err as Error).message}`);
     }
@@ -219,6 +224,8 @@ async function main(): Promise<void> {
     typeof results.policy === 'object'
       ? `Policy: ${fmt(results.policy.cachedUs, 2)} µs per decision cached, ${fmt(results.policy.uncachedUs, 1)} µs uncached (${results.policy.statements} client statements).`
       : `Policy: ${results.policy ?? 'not run'}`,
+    '',
+    ...(typeof results.catalog === 'object' ? catalogLines(results.catalog) : [`Private catalogs: ${results.catalog ?? 'not run'}`]),
     '',
     upload
       ? `Upload of a ${fmt(upload.megabytes)} MB CSV: repobase ${fmt(upload.repobaseMBps, 1)} MB/s, psql \\copy ${fmt(upload.psqlMBps, 1)} MB/s (ratio ${fmt(upload.ratio, 2)}); peak RSS growth of repobase ${fmt(upload.peakRssGrowthMb, 1)} MB.`

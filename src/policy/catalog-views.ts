@@ -7,8 +7,9 @@
 //
 // A user's world, computed at run time from `current_user` (a view's body sees the invoking role
 // there, so one view and one cached rewrite serve every user):
-// - the system schemas (everything initdb made: oid < 16384, FirstNormalObjectId), the
-//   session's own temporary schema;
+// - the system schemas (everything initdb made: oid < 16384, FirstNormalObjectId) but pg_toast
+//   (every user's TOAST tables, one per table with a long column: thousands of rows naming
+//   nothing anyone queries), the session's own temporary schema;
 // - schemas the role owns (its repos);
 // - schemas granted to the role itself (a collaborator's repos): an ACL entry naming the role,
 //   not PUBLIC — public repos grant USAGE to PUBLIC and are not "shared with" anyone;
@@ -154,7 +155,7 @@ export function catalogViewsSql(): string {
     AS $fn$
       WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
       SELECT n.oid FROM pg_namespace n, me
-       WHERE n.oid < 16384
+       WHERE (n.oid < 16384 AND n.nspname <> 'pg_toast')
           OR n.nspowner = me.oid
           OR aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
           OR n.nspname = ANY (path)
