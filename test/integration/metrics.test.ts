@@ -2,9 +2,8 @@
  * `GET /metrics` of a real service: the exposition text parses as Prometheus' text format, each
  * series moves by exactly what real clients did (wire statements allowed, denied and failing
  * upstream, REST requests, a failed log-in, a cancel with an unknown key, an upload), the states
- * are read live (a client inside a transaction), no label names a user or repo, `metricsPort`
- * moves the endpoint to a port of its own, and with two worker processes every scrape answers
- * the sum over both.
+ * are read live (a client inside a transaction), no label names a user or repo, and with two
+ * worker processes every scrape answers the sum over both — on `metricsPort`, a port of its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +29,7 @@ interface Scrape {
 
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const LABEL = `[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"`;
-const SAMPLE = new RegExp(`^(${NAME})(\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? (-?(?:[0-9.]+(?:e[+-]?[0-9]+)?|NaN|\\+Inf|-Inf))( -?[0-9]+)?$`);
+const SAMPLE = new RegExp(`^(${NAME})(\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? ([+-]?(?:[0-9.]+(?:[eE][+-]?[0-9]+)?|[Nn][Aa][Nn]|[Ii][Nn][Ff](?:[Ii][Nn][Ii][Tt][Yy])?))( -?[0-9]+)?$`);
 const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 
 /**
@@ -63,7 +62,9 @@ function parseExposition(text: string): Scrape {
     expect(types.has(name) || types.get(base) === 'histogram' || types.get(base) === 'summary', `sample of an undeclared metric: ${line}`).toBe(true);
     const series = canonical(name + (m[2] ?? ''));
     expect(values.has(series), `series twice: ${series}`).toBe(false);
-    values.set(series, Number(m[3]!.replace('+Inf', 'Infinity')));
+    // Values as Go's ParseFloat reads them (the format's rule): NaN and Inf in any case.
+    const v = m[3]!.toLowerCase();
+    values.set(series, v.endsWith('nan') ? NaN : v.endsWith('inf') || v.endsWith('infinity') ? (v.startsWith('-') ? -Infinity : Infinity) : Number(v));
     for (const l of (m[2] ?? '').matchAll(/="((?:[^"\\]|\\.)*)"/g)) labelValues.push(l[1]!);
   }
   return { values, labelValues, text };
@@ -233,22 +234,6 @@ describe('GET /metrics of one process', () => {
   });
 });
 
-describe('metricsPort', () => {
-  it('serves GET /metrics on a port of its own, and not on the HTTP port', async () => {
-    const port = await freePort();
-    const svc = await startTestService({ metricsPort: port });
-    try {
-      expect(svc.metricsUrl).toBe(`http://127.0.0.1:${port}/metrics`);
-      const s = await scrape(svc.metricsUrl);
-      expect(s.values.has('repobase_wire_clients{state="idle"}')).toBe(true);
-      expect((await fetch(`${svc.httpUrl}/metrics`)).status).toBe(404);
-      expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
-    } finally {
-      await svc.stop();
-    }
-  });
-});
-
 /** A GET on a connection of its own, so that successive scrapes reach the workers in turn. */
 function getOnce(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -260,7 +245,7 @@ function getOnce(url: string): Promise<string> {
   });
 }
 
-describe('GET /metrics with two worker processes', () => {
+describe('GET /metrics with two worker processes, on metricsPort', () => {
   let env: Record<string, string>;
   let dataDir: string;
   let primary: ChildProcess;
@@ -274,6 +259,7 @@ describe('GET /metrics with two worker processes', () => {
       REPOBASE_SECRET: randomBytes(16).toString('hex'),
       REPOBASE_HTTP_PORT: String(await freePort()),
       REPOBASE_PG_PORT: String(await freePort()),
+      REPOBASE_METRICS_PORT: String(await freePort()),
       REPOBASE_WORKERS: '2',
     };
     primary = spawn(process.execPath, [BIN, 'serve'], { env: { PATH: process.env.PATH, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -302,7 +288,7 @@ describe('GET /metrics with two worker processes', () => {
     try {
       for (const c of clients) await c.connect();
       for (const c of clients) for (let i = 0; i < 3; i++) await c.query('SELECT 1');
-      const url = `http://127.0.0.1:${env.REPOBASE_HTTP_PORT}/metrics`;
+      const url = `http://127.0.0.1:${env.REPOBASE_METRICS_PORT}/metrics`;
       // Each scrape is a connection of its own: in turn they reach one worker, then the other.
       // Either worker alone holds about half of it all; each scrape must show the whole.
       for (let i = 0; i < 4; i++) {
@@ -312,6 +298,9 @@ describe('GET /metrics with two worker processes', () => {
         expect(at(s, 'repobase_upstream_sessions{pool="wire",state="active"}')).toBe(4);
         expect(s.text).not.toContain(user);
       }
+      // With a port of its own, the metrics are not on the HTTP port; that port serves nothing else.
+      expect((await fetch(`http://127.0.0.1:${env.REPOBASE_HTTP_PORT}/metrics`)).status).toBe(404);
+      expect((await fetch(`http://127.0.0.1:${env.REPOBASE_METRICS_PORT}/other`)).status).toBe(404);
     } finally {
       await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
     }
