@@ -82,7 +82,7 @@ interface Row {
 
 const FLUSH_MS = 1_000;
 const BATCH_ROWS = 100;
-/** Rows kept in memory while the control plane does not answer (about 5 MB at most). */
+/** Rows kept in memory while the control plane does not answer (each with at most 4,096 characters of SQL). */
 export const AUDIT_BUFFER_ROWS = 10_000;
 const RETENTION_SWEEP_MS = 60 * 60 * 1000;
 

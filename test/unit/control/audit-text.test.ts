@@ -20,9 +20,14 @@ describe('auditSql', () => {
   it('cuts anything shaped like an API key to its public id, and long text to the bound', () => {
     const key = `rb_0123456789ab_${'x'.repeat(43)}`;
     expect(auditSql(`SELECT '${key}'`)).toBe(`SELECT 'rb_0123456789ab_***'`);
-    const long = auditSql(`SELECT '${'y'.repeat(10 * AUDIT_SQL_MAX_CHARS)}'`);
+    const long = auditSql(`SELECT ${'y'.repeat(10 * AUDIT_SQL_MAX_CHARS)}`);
     expect(long.length).toBe(AUDIT_SQL_MAX_CHARS);
     expect(long.endsWith('…')).toBe(true);
+    // A key the bound cuts short keeps none of its secret; a literal it leaves open is redacted to the end.
+    const cutKey = auditSql(`SELECT ${'z'.repeat(AUDIT_SQL_MAX_CHARS - 30)} 'rb_0123456789ab_${'s'.repeat(43)}'`);
+    expect(cutKey).toMatch(/rb_0123456789ab_\*\*\*…$/);
+    expect(cutKey).not.toContain('sss');
+    expect(auditSql(`ALTER ROLE a PASSWORD '${'p'.repeat(2 * AUDIT_SQL_MAX_CHARS)}'`)).toBe(`ALTER ROLE a PASSWORD '***'`);
   });
 
   it('redactLiterals leaves comments and quoted identifiers alone', () => {
