@@ -12,7 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, runCli } from '../helpers/cli.js';
+import { ControlPlane } from '../../src/control/control-plane.js';
+import { loadConfig } from '../../src/shared/config.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { openCluster } from '../../src/upstream/cluster.js';
+import { BIN } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/cluster.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { PrivateCluster, startServiceOn } from '../helpers/faults.js';
@@ -249,10 +253,18 @@ describe('the upstream is down when `repobase serve --workers 2` starts', () => 
 
     proxy.newConnections = 'forward';
     await expect.poll(async () => (await fetch(`${httpUrl}/healthz`)).status, { timeout: 15_000, interval: 200 }).toBe(200);
+    // The user is made here, past the proxy, as \`repobase user create\` would (without a process of its own).
     const user = `late_${randomBytes(3).toString('hex')}`;
-    const created = await runCli(['user', 'create', user], env);
-    expect(created.code, created.stderr).toBe(0);
-    const key = created.stdout.trim();
+    const config = loadConfig({}, { upstreamUrl: url, dataDir, secret: env.REPOBASE_SECRET, logLevel: 'warn' });
+    const cluster = await openCluster(config, createLogger('warn'));
+    let key: string;
+    try {
+      const control = await ControlPlane.open(cluster, createLogger('warn'), { listen: false });
+      key = (await control.createUser(user)).key;
+      await control.close();
+    } finally {
+      await cluster.close();
+    }
     const selectOne = async () => {
       const c = new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user, password: key, database: 'repobase' });
       c.on('error', () => undefined);
