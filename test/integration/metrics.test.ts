@@ -153,10 +153,11 @@ describe('GET /metrics of one process', () => {
     const { processID, secretKey } = c as unknown as { processID: number; secretKey: number };
     await sendCancel(svc.pgPort, processID, secretKey ^ 1);
 
-    // REST: one allowed, one denied, one with a bad key; an upload of 3 rows.
+    // REST: one allowed, one failing upstream, one denied, one with a bad key; an upload of 3 rows.
     const query = (key: string, sql: string) =>
       fetch(`${svc.httpUrl}/api/v1beta/query/`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ query_string: sql }) });
     expect((await query(alice.key, 'SELECT 1')).status).toBe(200);
+    expect((await query(alice.key, 'SELECT 1/0')).status).toBe(400);
     expect((await query(alice.key, 'CREATE ROLE metrics_intruder')).status).toBe(403);
     expect((await query('rb_not_a_key', 'SELECT 1')).status).toBe(401);
     const csv = 'id,v\n1,a\n2,b\n3,c\n';
@@ -177,12 +178,14 @@ describe('GET /metrics of one process', () => {
     const d = (series: string) => delta(before, after, series);
     expect(d('repobase_statements_total{front_end="wire",outcome="allowed"}')).toBe(5); // + the 1/0 and BEGIN
     expect(d('repobase_statements_total{front_end="wire",outcome="denied"}')).toBe(1);
-    expect(d('repobase_statements_total{front_end="rest",outcome="allowed"}')).toBe(1);
+    expect(d('repobase_statements_total{front_end="rest",outcome="allowed"}')).toBe(2);
     expect(d('repobase_statements_total{front_end="rest",outcome="denied"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="wire",origin="policy",class="42"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="wire",origin="upstream",class="22"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="wire",origin="proxy",class="28"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="rest",origin="policy",class="42"}')).toBe(1);
+    expect(d('repobase_errors_total{front_end="rest",origin="upstream",class="22"}')).toBe(1);
+    expect(d('repobase_errors_total{front_end="rest",origin="proxy",class="22"}')).toBe(0);
     expect(d('repobase_errors_total{front_end="rest",origin="proxy",class="28"}')).toBe(1);
     expect(d('repobase_auth_failures_total{front_end="wire"}')).toBe(1);
     expect(d('repobase_auth_failures_total{front_end="rest"}')).toBe(1);
@@ -194,11 +197,12 @@ describe('GET /metrics of one process', () => {
     expect(d('repobase_upload_rows_total')).toBe(3);
     expect(d('repobase_upload_bytes_total')).toBe(csv.length);
     expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="200"}')).toBe(1);
+    expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="400"}')).toBe(1);
     expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="403"}')).toBe(1);
     expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="401"}')).toBe(1);
     expect(d('repobase_http_requests_total{method="GET",route="/metrics",status="200"}')).toBe(1); // the scrape before
-    expect(d('repobase_http_request_duration_seconds_count{method="POST",route="/api/v1beta/query/"}')).toBe(3);
-    expect(d('repobase_http_request_duration_seconds_bucket{method="POST",route="/api/v1beta/query/",le="+Inf"}')).toBe(3);
+    expect(d('repobase_http_request_duration_seconds_count{method="POST",route="/api/v1beta/query/"}')).toBe(4);
+    expect(d('repobase_http_request_duration_seconds_bucket{method="POST",route="/api/v1beta/query/",le="+Inf"}')).toBe(4);
     expect(d('repobase_bytes_total{front_end="wire",direction="in"}')).toBeGreaterThan(100);
     expect(d('repobase_bytes_total{front_end="wire",direction="out"}')).toBeGreaterThan(100);
     expect(d('repobase_policy_cache_lookups_total{result="miss"}')).toBeGreaterThan(0);
