@@ -638,6 +638,8 @@ export class Relay {
     upstream?.socket.off('close', this.onUpstreamClose);
     if (!this.client.destroyed) this.client.end();
     clearTimeout(this.sendTimer);
+    // Held for a slow client (see holdUpstream): whoever takes the session next, in this tick, reads it again.
+    if (this.sendTimer !== undefined) upstream?.socket.resume();
     this.unwatch();
     const alive = upstream !== undefined && !upstream.socket.destroyed;
     if (settleUpstream && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
