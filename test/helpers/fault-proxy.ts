@@ -7,6 +7,7 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
+/** What happens to a new connection: relayed, closed at once (a port with nothing behind it), or accepted and never answered. */
 export type NewConnections = 'forward' | 'refuse' | 'hang';
 
 interface Pair {
