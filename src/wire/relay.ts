@@ -335,11 +335,11 @@ export class Relay {
         this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
         return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy');
       case 'handled':
-        return this.block(this.handle(d));
+        return this.block(this.handle(d, sql));
     }
   }
 
-  private async handle(d: Extract<Decision, { kind: 'handled' }>): Promise<void> {
+  private async handle(d: Extract<Decision, { kind: 'handled' }>, sql: string): Promise<void> {
     await this.drained(); // the transaction status is known once everything before has been answered
     if (this.status !== 'I') {
       return this.refuse(new PgError('25001', `${d.commandTag} of a repo cannot run inside a transaction block`, { hint: 'creating and dropping repos takes effect at once; run it outside BEGIN … COMMIT' }));
@@ -349,7 +349,7 @@ export class Relay {
     try {
       if (action.kind === 'create_repo') await this.deps.control.createRepo(ref);
       else await this.deps.control.deleteRepo(ref);
-      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}` });
+      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}`, sql });
     } catch (err: unknown) {
       const skip = err instanceof PgError && ((action.kind === 'create_repo' && action.ifNotExists && err.code === SqlState.DuplicateSchema) || (action.kind === 'drop_repo' && action.ifExists && err.code === SqlState.InvalidSchemaName));
       if (!skip) throw err;

@@ -118,6 +118,7 @@ describe('audit log', () => {
       ['ddl', 'CREATE INDEX', null],
     ]);
     expect(mine.every((r) => r.user_name === alice.name && r.source === '127.0.0.1')).toBe(true);
+    expect(mine[0]!.sql_text).toBe(`CREATE SCHEMA "${alice.name}/wired"`);
     expect(mine[1]!.sql_text).toBe(`CREATE TABLE "${alice.name}/wired".t (id int)`);
     expect(mine[2]!.sql_text).toBe(`SELECT * FROM "${bob.name}/hidden".t`);
     expect(mine[3]!.sql_text).toBe(`ALTER ROLE ${alice.name} PASSWORD '***'`);
