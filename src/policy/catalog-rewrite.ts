@@ -190,7 +190,7 @@ function edited(value: Json | undefined, relations: ReadonlyMap<number, string>,
 export function checkCatalogPath(facts: StatementFacts, path: readonly string[]): Refusal | null {
   const catalogAt = path.indexOf('pg_catalog');
   if (catalogAt > 0 && path.slice(0, catalogAt).some((s) => s !== '$user' && !isTempSchema(s))) {
-    const ref = facts.catalog.find((r) => r.kind === 'relation' && r.schema === null);
+    const ref = facts.catalog.find((r) => r.kind !== 'column' && r.schema === null);
     if (ref !== undefined) return catalogRefusals.searchPath(ref.name);
   }
   if (path.includes('information_schema')) {

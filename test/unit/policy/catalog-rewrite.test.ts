@@ -65,6 +65,7 @@ describe('refused', () => {
   ]);
   table([['SELECT * FROM pg_class', unsupported, { searchPath: ['alice/sales', 'pg_catalog'] }]]);
   table([['SELECT * FROM tables', unsupported, { searchPath: ['alice/sales', 'information_schema'] }]]);
+  table([["SELECT pg_notify('x', 'y')", unsupported, { searchPath: ['alice/sales', 'pg_catalog'] }]]);
   table([['SELECT * FROM pg_class', rewrite(`SELECT * FROM ${rc}.pg_class`), { searchPath: ['pg_catalog', 'alice/sales'] }]]);
 });
 
