@@ -19,7 +19,7 @@ import { packageRoot } from '../../src/shared/package-root.js';
 import { POOL_SIZE, REPO, type BenchEnv } from '../env.js';
 import { shareRepo, signUpWithKey } from '../lib/accounts.js';
 import { rssOf, start } from '../lib/proc.js';
-import { countError, errorCount, type ErrorTally } from '../lib/stats.js';
+import { countError, errorCount, summarize, type ErrorTally } from '../lib/stats.js';
 import type { LoadConfig, LoadResult } from '../lib/tpcb-load.js';
 
 export interface SoakOptions {
@@ -45,8 +45,8 @@ export interface SoakResult {
     errors: ErrorTally;
   };
   /**
-   * repobase's RSS (all its processes), sampled each second: after warm-up, halfway, at the end of
-   * the load and once idle after it. Growth that stops (caches filling, the heap finding its size
+   * repobase's RSS (all its processes), sampled each second: after warm-up, halfway and at the end
+   * of the load (each the median of `RSS_SPAN_SECONDS` of samples), and once idle after it. Growth that stops (caches filling, the heap finding its size
    * under a new load) shows in the first half; a leak goes on in the second.
    */
   rss: { warmupSeconds: number; warmupMb: number; midMb: number; endMb: number; changePct: number; secondHalfChangePct: number; afterMb: number; samples: { second: number; mb: number }[] };
@@ -59,6 +59,8 @@ export interface SoakResult {
 /** The soak's goals. */
 export const SOAK_MAX_RSS_CHANGE_PCT = 10;
 const IDLE_WAIT_SECONDS = 10;
+/** Seconds of RSS samples each figure is the median of. */
+const RSS_SPAN_SECONDS = 5;
 
 /** The REST mix: mostly one-row reads, and small writes on the same tables the wire clients write. */
 const REST_MIX: [string, number, (scale: number) => string][] = [
@@ -207,15 +209,19 @@ export async function runSoak(env: BenchEnv, opts: SoakOptions, log: (s: string)
       }
       const afterMb = rssOf(env.repobase.pid) / 2 ** 20;
 
-      const at = (second: number) => samples.find((s) => s.second >= second) ?? samples[0];
-      const [warm, mid, end] = [at(warmupSeconds), at(opts.seconds / 2), samples[samples.length - 1]];
-      const pct = (from?: { mb: number }, to?: { mb: number }) => (from && to ? ((to.mb - from.mb) / from.mb) * 100 : NaN);
+      // RSS saw-tooths by ±5–8 % between collections: each point is the median of the samples of a
+      // few seconds (from warm-up on, from halfway on, and the last ones), not one sample.
+      const span = Math.max(1, Math.min(RSS_SPAN_SECONDS, Math.floor(opts.seconds / 6)));
+      const medianFrom = (i: number) => summarize(samples.slice(Math.max(0, i), Math.max(0, i) + span).map((s) => s.mb)).median;
+      const from = (second: number) => medianFrom(samples.findIndex((s) => s.second >= second));
+      const [warm, mid, end] = [from(warmupSeconds), from(opts.seconds / 2), medianFrom(samples.length - span)];
+      const pct = (a: number, b: number) => ((b - a) / a) * 100;
       const result: SoakResult = {
         seconds: opts.seconds,
         loadAverage: { before: loadBefore, after: loadavg(), cores: availableParallelism() },
         wire: { ...load, users: accounts.length, maxClientsPerUser: Math.max(...accounts.map((a) => a.clients)), tps: load.transactions / load.seconds },
         rest,
-        rss: { warmupSeconds, warmupMb: warm?.mb ?? NaN, midMb: mid?.mb ?? NaN, endMb: end?.mb ?? NaN, changePct: pct(warm, end), secondHalfChangePct: pct(mid, end), afterMb, samples },
+        rss: { warmupSeconds, warmupMb: warm, midMb: mid, endMb: end, changePct: pct(warm, end), secondHalfChangePct: pct(mid, end), afterMb, samples },
         upstreamAfter: { byState, secondsToIdle, waitedSeconds: IDLE_WAIT_SECONDS },
         failures: [],
       };
