@@ -153,13 +153,15 @@ export function catalogViewsSql(): string {
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-      WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
+      -- Per row only comparisons: a repo nobody was granted has no ACL (NULL), so the ACL test
+      -- (which builds an aclitem) runs only for shared and public ones.
+      WITH me AS (SELECT oid, pg_my_temp_schema() AS temp FROM pg_roles WHERE rolname = current_user)
       SELECT n.oid FROM pg_namespace n, me
        WHERE (n.oid < 16384 AND n.nspname <> 'pg_toast')
           OR n.nspowner = me.oid
-          OR aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
+          OR (n.nspacl IS NOT NULL AND aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false)))
           OR n.nspname = ANY (path)
-          OR n.oid = pg_my_temp_schema()
+          OR n.oid = me.temp
     $fn$;
 
     CREATE FUNCTION ${c}.visible_schema_names(path name[]) RETURNS SETOF name
