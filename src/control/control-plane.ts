@@ -24,6 +24,10 @@ import {
   type StoredKey,
 } from './keys.js';
 import { migrate, schemaEventsInstalled } from './migrations.js';
+import { repoPlacer } from './placement.js';
+import { hasCitus } from '../upstream/citus.js';
+import { Placements } from '../upstream/citus-joins.js';
+import type { PgError } from '../shared/errors.js';
 import { parseRepoRef, type RepoRef } from './names.js';
 import {
   deleteRepo,
@@ -80,6 +84,9 @@ export class ControlPlane {
   private readonly lastUsed: LastUsedRecorder;
   private readonly schemaHandlers = new Set<(change: SchemaChange) => void>();
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
+  /** Set on a Citus coordinator: where each repo is stored. */
+  private placements: Placements | undefined;
+  private placer: ((change: SchemaChange) => void) | undefined;
 
   private constructor(
     private readonly cluster: Cluster,
@@ -95,6 +102,12 @@ export class ControlPlane {
     if (applied.length) plane.log.info({ applied }, 'control plane migrated');
     const reset = await inTransaction(cluster.admin, (db) => syncRolePasswords(db, cluster.secret, secretFingerprint(cluster.secret)));
     if (reset) plane.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
+    if (await hasCitus(cluster.admin)) {
+      plane.placements = new Placements(cluster.admin, plane.log);
+      await plane.placements.refresh();
+      const placements = plane.placements;
+      plane.placer = repoPlacer(cluster.admin, plane.log, () => void placements.refresh());
+    }
     if (opts.listen) {
       plane.listener = listen(cluster.adminConfig, (e) => plane.onEvent(e), plane.log);
       await plane.listener.ready;
@@ -105,6 +118,14 @@ export class ControlPlane {
     return plane;
   }
 
+  /**
+   * A clearer error for an upstream error of `sql`, where repobase knows more than Postgres said:
+   * on Citus, a join of repos on different nodes names the repos (see upstream/citus-joins.ts).
+   */
+  explainError(err: PgError, sql: string): PgError | undefined {
+    return this.placements?.explain(err, sql);
+  }
+
   get admin(): pg.Pool {
     return this.cluster.admin;
   }
@@ -112,6 +133,7 @@ export class ControlPlane {
   private onEvent(e: ListenerEvent): void {
     switch (e.kind) {
       case 'schema':
+        this.placer?.(e.change);
         for (const handler of this.schemaHandlers) handler(e.change);
         break;
       case 'key':

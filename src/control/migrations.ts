@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { escapeIdentifier } from 'pg';
 import { loadModule, parseSync } from 'libpg-query';
-import { hasCitus } from '../upstream/citus.js';
+import { hasCitus, prepareCitus } from '../upstream/citus.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -221,7 +221,8 @@ export async function migrate(admin: pg.Pool): Promise<number[]> {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('repobase.migrations'))");
     // On Citus the service's own schemas stay local tables of the coordinator, never distributed
     // schemas on a worker (as every repo becomes).
-    if (await hasCitus(client)) await client.query('SET LOCAL citus.enable_schema_based_sharding TO off');
+    const citus = await hasCitus(client);
+    if (citus) await client.query('SET LOCAL citus.enable_schema_based_sharding TO off');
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${CONTROL_SCHEMA}`);
     await client.query(`CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
@@ -236,6 +237,7 @@ export async function migrate(admin: pg.Pool): Promise<number[]> {
       await client.query(`INSERT INTO ${CONTROL_SCHEMA}.migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
       now.push(m.version);
     }
+    if (citus) await prepareCitus(client, database);
     return now;
   });
 }

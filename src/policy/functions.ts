@@ -4,6 +4,7 @@ import type { Need } from './facts.js';
 import { boolConst, nodeOf, stringConst, type Json } from './json.js';
 import { splitIdentifiers } from './names.js';
 import { refusals } from './refusals.js';
+import { citusFunctionRefusal, citusSettingRefusal } from './citus.js';
 import { readingSettingRefusal } from './settings.js';
 import type { Walker } from './walker.js';
 
@@ -76,6 +77,8 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
   const name = names[names.length - 1] ?? '';
   if (sqlTextFunctions.has(name) || name.startsWith('dblink')) w.refuse(refusals.sqlTextFunction(name));
   if (fileFunctions.has(name)) w.refuse(refusals.fileFunction(name));
+  const citus = citusFunctionRefusal(name);
+  if (citus) w.refuse(citus);
   if (name === 'set_config') setConfig(w, args);
   if (name === 'pg_notify') {
     const channel = constString(args[0]);
@@ -97,6 +100,8 @@ function setConfig(w: Walker, args: readonly Json[]): void {
     w.refuse(refusals.nonConstant('set_config', 'setting name'));
   } else if (setting === 'role' || setting === 'session_authorization') {
     w.refuse(refusals.roleGames(`set_config('${setting}', …)`));
+  } else if (citusSettingRefusal(setting)) {
+    w.refuse(citusSettingRefusal(setting)!);
   } else if (setting === 'standard_conforming_strings' || setting === 'client_encoding') {
     const refusal = readingSettingRefusal(setting, constString(args[1]) ?? '?');
     if (refusal) w.refuse(refusal);
