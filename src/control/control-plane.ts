@@ -26,7 +26,7 @@ import {
 import { migrate, schemaEventsInstalled } from './migrations.js';
 import { repoPlacer } from './placement.js';
 import { hasCitus } from '../upstream/citus.js';
-import { Placements } from '../upstream/citus-joins.js';
+import { isJoinRefusal, Placements } from '../upstream/citus-joins.js';
 import type { PgError } from '../shared/errors.js';
 import { parseRepoRef, type RepoRef } from './names.js';
 import {
@@ -122,8 +122,10 @@ export class ControlPlane {
    * A clearer error for an upstream error of `sql`, where repobase knows more than Postgres said:
    * on Citus, a join of repos on different nodes names the repos (see upstream/citus-joins.ts).
    */
-  explainError(err: PgError, sql: string): PgError | undefined {
-    return this.placements?.explain(err, sql);
+  async explainError(err: PgError, sql: string): Promise<PgError | undefined> {
+    if (this.placements === undefined || !isJoinRefusal(err)) return undefined;
+    await this.placements.refresh();
+    return this.placements.explain(err, sql);
   }
 
   get admin(): pg.Pool {

@@ -9,8 +9,10 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCitus, type CitusCluster } from '../../bench/lib/citus.js';
-import { nodeName, repoNode } from '../../src/upstream/citus.js';
+import { run } from '../../bench/lib/proc.js';
+import { moveRepo, nodeName, parseNode, repoNode } from '../../src/upstream/citus.js';
 import { runCli } from '../helpers/cli.js';
+import { upload } from './ingest-helpers.js';
 import { startServiceOn } from '../helpers/faults.js';
 import type { TestService } from '../helpers/service.js';
 
@@ -120,5 +122,154 @@ describe('both front ends', () => {
     } finally {
       await sql.end();
     }
+  });
+
+  it('uploads land in a distributed schema', async () => {
+    const u = await svc.user('upload');
+    await svc.control.createRepo({ owner: u.name, repo: 'up' });
+    const answer = await upload(svc, u.key, { repo: `${u.name}/up`, table_name: 'people' }, { name: 'people.csv', data: 'name,age\nann,31\nbo,42\n' });
+    expect(answer.body.error ?? null).toBeNull();
+    expect(answer.status).toBeLessThan(300);
+    const placed = await admin.query("SELECT citus_table_type FROM citus_tables WHERE table_name = $1::regclass", [`"${u.name}/up".people`]);
+    expect(placed.rows).toEqual([{ citus_table_type: 'schema' }]);
+    expect((await rest(u.key, `SELECT sum(age)::int FROM "${u.name}/up".people`)).body.data).toEqual([[73]]);
+  });
+
+  it('psql \\d and pgbench through repobase', async () => {
+    const u = await svc.user('bench');
+    await svc.control.createRepo({ owner: u.name, repo: 'pgb' });
+    const url = svc.pgUrl(u.name, u.key, `${u.name}/pgb`, 'sslmode=disable');
+    const env = { ...process.env, PGCONNECT_TIMEOUT: '10' };
+    const init = await run('pgbench', ['-i', '-s', '1', '-q', url], { env });
+    expect(init.code, init.stderr).toBe(0);
+    const bench = await run('pgbench', ['-c', '4', '-j', '2', '-t', '50', url], { env });
+    expect(bench.code, bench.stderr).toBe(0);
+    expect(bench.stdout).toMatch(/number of failed transactions: 0 /);
+    const d = await run('psql', [url, '-X', '-c', '\\d pgbench_accounts'], { env });
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toContain('abalance');
+  });
+});
+
+describe("a user's repos live together", () => {
+  it("a new repo follows its owner's node once it has a table, so joins among the owner's repos run", async () => {
+    const u = await svc.user('together');
+    const repos = ['one', 'two', 'three'];
+    for (const repo of repos) {
+      await svc.control.createRepo({ owner: u.name, repo });
+      expect((await rest(u.key, `CREATE TABLE "${u.name}/${repo}".t (id int PRIMARY KEY, ${repo} text)`)).status).toBe(200);
+      expect((await rest(u.key, `INSERT INTO "${u.name}/${repo}".t VALUES (1, '${repo}')`)).status).toBe(200);
+    }
+    const home = await nodeOf(`${u.name}/one`);
+    for (const repo of repos) await expect.poll(() => nodeOf(`${u.name}/${repo}`), { timeout: 20_000, interval: 200 }).toBe(home);
+    const join = `SELECT one, two, three FROM "${u.name}/one".t JOIN "${u.name}/two".t USING (id) JOIN "${u.name}/three".t USING (id)`;
+    expect((await rest(u.key, join)).body).toMatchObject({ data: [['one', 'two', 'three']] });
+    const c = new pg.Client(svc.pgOptions(u.name, u.key));
+    await c.connect();
+    try {
+      expect((await c.query(join)).rows).toEqual([{ one: 'one', two: 'two', three: 'three' }]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('a join with a public repo on another node is refused with a clear error naming both repos', async () => {
+    const owner = await svc.user('pubowner');
+    const reader = await svc.user('reader');
+    await svc.control.createRepo({ owner: owner.name, repo: 'open' }, { isPrivate: false });
+    await svc.control.createRepo({ owner: reader.name, repo: 'mine' });
+    expect((await rest(owner.key, `CREATE TABLE "${owner.name}/open".t (id int PRIMARY KEY, a text)`)).status).toBe(200);
+    expect((await rest(reader.key, `CREATE TABLE "${reader.name}/mine".t (id int PRIMARY KEY, b text)`)).status).toBe(200);
+    const mine = await nodeOf(`${reader.name}/mine`);
+    const other = citus.workers.map(nodeName).find((n) => n !== mine)!;
+    if ((await nodeOf(`${owner.name}/open`)) !== other) await moveRepo(admin, `${owner.name}/open`, parseNode(other));
+    const join = `SELECT * FROM "${reader.name}/mine".t m JOIN "${owner.name}/open".t o ON o.id = m.id`;
+    const refused = await rest(reader.key, join);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error?.code).toBe('0A000');
+    expect(refused.body.error?.message).toBe(`repos "${reader.name}/mine" and "${owner.name}/open" are stored on different nodes of the cluster and cannot be joined`);
+    expect(refused.body.error?.hint).toContain('copy what you need into one of your repos');
+    // Each alone is fine.
+    expect((await rest(reader.key, `SELECT count(*)::int FROM "${owner.name}/open".t`)).status).toBe(200);
+  });
+});
+
+describe('Citus is the operator\'s', () => {
+  it('citus.* settings and administrative functions are refused over the wire, at start-up too', async () => {
+    const u = await svc.user('citususer');
+    await svc.control.createRepo({ owner: u.name, repo: 'r' });
+    const c = new pg.Client(svc.pgOptions(u.name, u.key));
+    await c.connect();
+    try {
+      await expect(c.query('SET citus.enable_ddl_propagation TO off')).rejects.toMatchObject({ code: '42501' });
+      await expect(c.query(`SELECT citus_schema_move('"${u.name}/r"'::regnamespace, '127.0.0.1', 1)`)).rejects.toMatchObject({ code: '42501' });
+      await expect(c.query("SELECT run_command_on_workers('SELECT 1')")).rejects.toMatchObject({ code: '42501' });
+      expect((await c.query('SELECT citus_version() AS v')).rows[0].v).toMatch(/^Citus 13\./);
+      await c.query('RESET citus.enable_ddl_propagation');
+    } finally {
+      await c.end();
+    }
+    const withOption = new pg.Client({ ...svc.pgOptions(u.name, u.key), options: '-c citus.enable_ddl_propagation=off' });
+    withOption.on('error', () => undefined);
+    await expect(withOption.connect()).rejects.toMatchObject({ code: '42501' });
+  });
+});
+
+describe('operator commands', () => {
+  it('repobase repo move moves a repo online: a writer sees at most a pause, and no write is lost', async () => {
+    const u = await svc.user('mover');
+    await svc.control.createRepo({ owner: u.name, repo: 'busy' });
+    const schema = `${u.name}/busy`;
+    expect((await rest(u.key, `CREATE TABLE "${schema}".log (n int PRIMARY KEY)`)).status).toBe(200);
+    await expect.poll(() => nodeOf(schema), { timeout: 20_000, interval: 200 }).toBeDefined();
+    const from = (await nodeOf(schema))!;
+    const to = citus.workers.map(nodeName).find((n) => n !== from)!;
+
+    const writer = new pg.Client(svc.pgOptions(u.name, u.key));
+    await writer.connect();
+    let n = 0;
+    let stop = false;
+    const errors: string[] = [];
+    const writing = (async () => {
+      while (!stop) {
+        try {
+          await writer.query(`INSERT INTO "${schema}".log VALUES ($1)`, [n + 1]);
+          n++;
+        } catch (err: unknown) {
+          errors.push(String((err as Error).message));
+          if (errors.length > 5) return;
+        }
+      }
+    })();
+    await expect.poll(() => n, { timeout: 10_000 }).toBeGreaterThan(20);
+    const moved = await runCli(['repo', 'move', schema, '--to', to], cliEnv);
+    expect(moved.stderr).toBe('');
+    expect(moved.stdout).toBe(`moved ${schema} to ${to}\n`);
+    const atMove = n;
+    await expect.poll(() => n, { timeout: 10_000 }).toBeGreaterThan(atMove + 20);
+    stop = true;
+    await writing;
+    await writer.end();
+    expect(errors).toEqual([]);
+    expect(await nodeOf(schema)).toBe(to);
+    expect((await rest(u.key, `SELECT count(*)::int, max(n) FROM "${schema}".log`)).body.data).toEqual([[n, n]]);
+
+    const again = await runCli(['repo', 'move', schema, '--to', to], cliEnv);
+    expect(again.stdout).toBe(`${schema} is already on ${to}\n`);
+    const unknown = await runCli(['repo', 'move', schema, '--to', '127.0.0.1:1'], cliEnv);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no active worker node 127.0.0.1:1');
+  });
+
+  it('repobase nodes lists the coordinator and workers with their repos and sizes', async () => {
+    const r = await runCli(['nodes', '--json'], cliEnv);
+    expect(r.stderr).toBe('');
+    const nodes = JSON.parse(r.stdout) as { host: string; port: number; role: string; repos: number; bytes: number }[];
+    expect(nodes.map((x) => `${x.role} ${x.host}:${x.port}`)).toEqual([`coordinator ${nodeName(citus.coordinator)}`, ...citus.workers.map((w) => `worker ${nodeName(w)}`)]);
+    const placed = await admin.query('SELECT count(DISTINCT schemaid)::int AS n FROM pg_dist_schema d JOIN citus_shards s ON s.colocation_id = d.colocationid');
+    expect(nodes.reduce((sum, x) => sum + x.repos, 0)).toBe(placed.rows[0].n);
+    expect(nodes.filter((x) => x.role === 'worker').every((x) => x.repos > 0 && x.bytes > 0)).toBe(true);
+    const text = await runCli(['nodes'], cliEnv);
+    expect(text.stdout).toMatch(/^NODE +\| ROLE +\| ACTIVE \| REPOS \| SIZE/);
   });
 });

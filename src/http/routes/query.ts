@@ -121,7 +121,7 @@ async function stream(
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), signal);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
-    throw (err instanceof PgError && deps.control.explainError(err, sql)) || err;
+    throw (err instanceof PgError && (await deps.control.explainError(err, sql))) || err;
   }
   const { statement } = started;
   const writer = createWriter(format, queryString, started.columns);
