@@ -12,6 +12,7 @@ import { startCitus, type CitusCluster } from '../../bench/lib/citus.js';
 import { run } from '../../bench/lib/proc.js';
 import { moveRepo, nodeName, parseNode, repoNode } from '../../src/upstream/citus.js';
 import { runCli } from '../helpers/cli.js';
+import { sendCancel } from '../helpers/raw-wire.js';
 import { upload } from './ingest-helpers.js';
 import { startServiceOn } from '../helpers/faults.js';
 import type { TestService } from '../helpers/service.js';
@@ -148,6 +149,54 @@ describe('both front ends', () => {
     const d = await run('psql', [url, '-X', '-c', '\\d pgbench_accounts'], { env });
     expect(d.code, d.stderr).toBe(0);
     expect(d.stdout).toContain('abalance');
+  });
+});
+
+describe('isolation and sharing reach the workers', () => {
+  it("another user's private repo stays closed; a collaborator reads and writes as granted; public repos are readable", async () => {
+    const owner = await svc.user('iso_owner');
+    const other = await svc.user('iso_other');
+    await svc.control.createRepo({ owner: owner.name, repo: 'priv' });
+    await svc.control.createRepo({ owner: owner.name, repo: 'pub' }, { isPrivate: false });
+    for (const repo of ['priv', 'pub']) {
+      expect((await rest(owner.key, `CREATE TABLE "${owner.name}/${repo}".t (id int PRIMARY KEY)`)).status).toBe(200);
+      expect((await rest(owner.key, `INSERT INTO "${owner.name}/${repo}".t VALUES (1)`)).status).toBe(200);
+    }
+    const c = new pg.Client(svc.pgOptions(other.name, other.key));
+    await c.connect();
+    try {
+      await expect(c.query(`SELECT * FROM "${owner.name}/priv".t`)).rejects.toMatchObject({ code: '42501' });
+      expect((await c.query(`SELECT count(*)::int AS n FROM "${owner.name}/pub".t`)).rows).toEqual([{ n: 1 }]);
+      await expect(c.query(`INSERT INTO "${owner.name}/pub".t VALUES (2)`)).rejects.toMatchObject({ code: '42501' });
+      await svc.control.setCollaborator({ owner: owner.name, repo: 'priv' }, other.name, 'write');
+      await expect.poll(async () => (await c.query(`SELECT count(*)::int AS n FROM "${owner.name}/priv".t`).catch(() => ({ rows: [] }))).rows, { timeout: 5_000 }).toEqual([{ n: 1 }]);
+      await c.query(`INSERT INTO "${owner.name}/priv".t VALUES (2)`);
+      expect((await rest(owner.key, `SELECT count(*)::int FROM "${owner.name}/priv".t`)).body.data).toEqual([[2]]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('a cancel reaches a statement running on a worker', async () => {
+    const u = await svc.user('canceller');
+    await svc.control.createRepo({ owner: u.name, repo: 'slow' });
+    expect((await rest(u.key, `CREATE TABLE "${u.name}/slow".t (id int PRIMARY KEY)`)).status).toBe(200);
+    const c = new pg.Client(svc.pgOptions(u.name, u.key));
+    await c.connect();
+    try {
+      const started = Date.now();
+      const sleeping = c.query(`SELECT pg_sleep(30) FROM "${u.name}/slow".t UNION ALL SELECT pg_sleep(30)`).then(
+        () => 'finished',
+        (err: { code?: string }) => err.code,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      const key = c as unknown as { processID: number; secretKey: number };
+      await sendCancel(svc.pgPort, key.processID, key.secretKey);
+      expect(await sleeping).toBe('57014');
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      await c.end();
+    }
   });
 });
 
