@@ -34,6 +34,8 @@ export interface CitusCluster {
   readonly database: string;
   /** Superuser URL of `database` on the coordinator (or on another node). */
   url(node?: CitusNode): string;
+  /** Process id of a node's postmaster (the coordinator's by default): its children are the backends. */
+  postmasterPid(node?: CitusNode): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -136,6 +138,10 @@ export async function startCitus(opts: { workers?: number; database?: string; bi
       workers: nodes.slice(1).map((n) => n.node),
       database,
       url: (node?: CitusNode) => url(node),
+      postmasterPid: async (node = nodes[0]!.node) => {
+        const { dir } = nodes.find((n) => n.node === node) ?? nodes[0]!;
+        return Number((await readFile(join(dir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      },
       stop,
     };
   } catch (err: unknown) {
