@@ -12,13 +12,17 @@ import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
 import { createPolicy } from './policy/index.js';
 import type { QueryCancelPeers } from './http/running-queries.js';
-import type { CancelPeers } from './wire/cancel.js';
+import { openCancelChannel } from './wire/cancel-channel.js';
 import { startWireServer } from './wire/server.js';
+import { collectProcessMetrics } from './observe/metrics.js';
+import { localMetricsSource, startMetricsServer, type MetricsSource } from './observe/metrics-server.js';
 
 export interface Service {
   readonly httpUrl: string;
   /** Port of the Postgres wire front end. */
   readonly pgPort: number;
+  /** Where `GET /metrics` answers: on the HTTP port, or on `metricsPort` when set. */
+  readonly metricsUrl: string;
   readonly control: ControlPlane;
   /**
    * Takes no new work and lets what runs finish, for up to `drainTimeoutMs`: the wire front end
@@ -40,10 +44,10 @@ function listenError(err: unknown, what: string, host: string, port: number, env
 }
 
 export interface ServiceOptions {
-  /** Set when this process is one of several workers sharing the ports: where wire CancelRequests not for this process go. */
-  cancelPeers?: CancelPeers;
-  /** Likewise for REST query cancels (`POST /query/<id>/cancel`). */
+  /** Set when this process is one of several workers sharing the ports: where REST query cancels (`POST /query/<id>/cancel`) not for this process go. */
   queryCancelPeers?: QueryCancelPeers;
+  /** What `GET /metrics` answers; default: this process's metrics (a worker's: the sum over all workers). */
+  metrics?: MetricsSource;
 }
 
 /**
@@ -56,26 +60,32 @@ async function restFinished(requests: ReadonlySet<ServerResponse>, until: number
 }
 
 export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
-  const cluster = await openCluster(config, log);
+  // An external upstream may be down while the service starts: it then starts anyway (see ControlPlane.openWhenReachable).
+  collectProcessMetrics();
+  const cluster = await openCluster(config, log, { check: !config.upstreamUrl });
   const cleanup: (() => Promise<void>)[] = [() => cluster.close()];
   const stop = async () => {
     for (const step of cleanup.reverse().splice(0)) await step();
   };
   try {
-    const control = await ControlPlane.open(cluster, log, { listen: true });
+    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true, auditRetentionDays: config.auditRetentionDays });
     cleanup.push(() => control.close());
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     cleanup.push(() => policy.close());
-    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers: options.cancelPeers }).catch((err: unknown) => {
+    // Wire CancelRequests for other processes (workers or instances) go through the cluster.
+    const cancelPeers = await openCancelChannel(cluster.adminConfig, cluster.admin, log);
+    cleanup.push(() => cancelPeers.close());
+    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers }).catch((err: unknown) => {
       throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
     });
     cleanup.push(() => wire.close());
     const pools = new RolePools({ cluster, config, log });
     cleanup.push(() => pools.close());
-    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
+    // A REST statement ends by statementTimeoutMs upstream; silent a second past it, the network is taken as gone.
+    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, metricsName: 'rest', silenceMs: config.statementTimeoutMs + 1_000, log });
     cleanup.push(async () => sessions.close());
     let draining = false;
-    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
     const requests = new Set<ServerResponse>();
     app.server.on('request', (_req, res: ServerResponse) => {
       requests.add(res);
@@ -88,12 +98,20 @@ export async function startService(config: Config, log: Logger, options: Service
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.httpPort;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    let metricsUrl = `http://${host}:${port}/metrics`;
+    if (config.metricsPort !== 0) {
+      const server = await startMetricsServer(config.host, config.metricsPort, options.metrics ?? localMetricsSource).catch((err: unknown) => {
+        throw listenError(err, 'the metrics server', config.host, config.metricsPort, 'REPOBASE_METRICS_PORT');
+      });
+      cleanup.push(() => server.close());
+      metricsUrl = `http://${host}:${server.port}/metrics`;
+    }
     const drain = async () => {
       draining = true;
       const until = Date.now() + config.drainTimeoutMs;
       await Promise.all([wire.drain(config.drainTimeoutMs), restFinished(requests, until)]);
     };
-    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, control, drain, stop };
+    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, metricsUrl, control, drain, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

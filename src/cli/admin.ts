@@ -12,6 +12,7 @@ import { createLogger } from '../shared/logger.js';
 import { openCluster } from '../upstream/cluster.js';
 import { UsageError, type CliContext, type ConfigOf } from './context.js';
 import { formatTable } from './table.js';
+import { auditCommands } from './audit.js';
 import { createRepoViaApi, withClientOptions } from './client.js';
 import { clientKey, type ClientOptions } from './client-http.js';
 import { hasCitus, listNodes, moveRepo, nodeName, parseNode } from '../upstream/citus.js';
@@ -117,7 +118,11 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
     .description('create an API key; prints it alone on stdout (it is not shown again)')
     .action(async (name: string, _o: unknown, cmd: Command) => {
       checkUser(name);
-      const k = await withControl(ctx, configOf(cmd), (c) => c.createKey(name));
+      const k = await withControl(ctx, configOf(cmd), async (c) => {
+        const made = await c.createKey(name);
+        c.audit.record({ action: 'key_create', user: name, frontEnd: 'cli', source: null, requestId: null, target: made.id });
+        return made;
+      });
       ctx.out(`${k.key}\n`);
     });
   key
@@ -132,7 +137,10 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
     .command('revoke <key-id>')
     .description('revoke a key; it stops working at once')
     .action(async (id: string, _o: unknown, cmd: Command) => {
-      await withControl(ctx, configOf(cmd), (c) => c.revokeKey(id));
+      await withControl(ctx, configOf(cmd), async (c) => {
+        await c.revokeKey(id);
+        c.audit.record({ action: 'key_revoke', user: null, frontEnd: 'cli', source: null, requestId: null, target: id });
+      });
       ctx.err(`revoked key ${id}\n`);
     });
 
@@ -147,7 +155,11 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
     const ref = checkRepoRef(text);
     // A key means a user acting through the server; without one, the operator on the control plane.
     if (clientKey(ctx, opts)) return createRepoViaApi(ctx, opts, ref, !opts.public, opts.description);
-    const info = await withControl(ctx, configOf(cmd), (c) => c.createRepo(ref, { isPrivate: !opts.public, description: opts.description }));
+    const info = await withControl(ctx, configOf(cmd), async (c) => {
+      const made = await c.createRepo(ref, { isPrivate: !opts.public, description: opts.description });
+      c.audit.record({ action: 'repo_create', user: ref.owner, frontEnd: 'cli', source: null, requestId: null, target: made.name, detail: made.isPrivate ? 'private' : 'public' });
+      return made;
+    });
     ctx.out(`${info.name}\n`);
   });
 
@@ -178,7 +190,7 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
       ctx.out(formatTable(['NODE', 'ROLE', 'ACTIVE', 'REPOS', 'SIZE'], list.map((n) => [nodeName(n), n.role, n.active ? 'yes' : 'no', String(n.repos), formatBytes(n.bytes)])));
     });
 
-  return [user, key, repo, nodes];
+  return [user, key, repo, nodes, ...auditCommands(ctx, configOf, withControl)];
 }
 
 async function requireCitus(control: ControlPlane): Promise<void> {

@@ -4,7 +4,8 @@
  */
 import type pg from 'pg';
 import type { Logger } from '../shared/logger.js';
-import type { Cluster } from '../upstream/cluster.js';
+import { PgError, SqlState } from '../shared/errors.js';
+import { isUnreachable, type Cluster } from '../upstream/cluster.js';
 import { secretFingerprint } from '../upstream/roles.js';
 import { inTransaction } from './db.js';
 import { CACHE_TTL_MS, listen, type ListenerEvent, type SchemaChange } from './events.js';
@@ -27,7 +28,6 @@ import { migrate, schemaEventsInstalled } from './migrations.js';
 import { repoPlacer } from './placement.js';
 import { hasCitus } from '../upstream/citus.js';
 import { isJoinRefusal, Placements } from '../upstream/citus-joins.js';
-import type { PgError } from '../shared/errors.js';
 import { parseRepoRef, type RepoRef } from './names.js';
 import {
   deleteRepo,
@@ -62,6 +62,8 @@ import {
 } from './accounts.js';
 import { TtlCache } from './ttl-cache.js';
 import { LastUsedRecorder } from './last-used.js';
+import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
+import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
 
 export type { SchemaChange };
 export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
@@ -72,9 +74,15 @@ export interface Rights {
   repos: ReadonlyMap<string, RepoAccess>;
 }
 
+/** Back-off of the retries of `openWhenReachable`: doubling from the first delay up to the last. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 2_000;
+
 export interface ControlPlaneOptions {
   /** Listen for changes made by other instances (serving processes do; one-shot CLI commands don't). */
   listen: boolean;
+  /** Audit rows older than this many days are deleted at start and hourly (serving processes only; 0 = kept). */
+  auditRetentionDays?: number;
 }
 
 export class ControlPlane {
@@ -87,33 +95,49 @@ export class ControlPlane {
   /** Set on a Citus coordinator: where each repo is stored. */
   private placements: Placements | undefined;
   private placer: ((change: SchemaChange) => void) | undefined;
+  /** Where front ends report audited actions (buffered; see audit.ts). */
+  readonly audit: AuditLog;
+  /** Where front ends count per-user usage (buffered; see usage.ts). */
+  readonly usage: UsageRecorder;
+  private ready = false;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly cluster: Cluster,
     private readonly log: Logger,
   ) {
     this.lastUsed = new LastUsedRecorder(cluster.admin, log);
+    this.audit = new AuditLog(cluster.admin, log);
+    this.usage = new UsageRecorder(cluster.admin, log);
   }
 
   /** Migrates the control schema, re-keys role passwords if the secret changed, starts listening. */
   static async open(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
     const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
-    const applied = await migrate(cluster.admin);
-    if (applied.length) plane.log.info({ applied }, 'control plane migrated');
-    const reset = await inTransaction(cluster.admin, (db) => syncRolePasswords(db, cluster.secret, secretFingerprint(cluster.secret)));
-    if (reset) plane.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
-    if (await hasCitus(cluster.admin)) {
-      plane.placements = new Placements(cluster.admin, plane.log);
-      await plane.placements.refresh();
-      const placements = plane.placements;
-      plane.placer = repoPlacer(cluster.admin, plane.log, () => void placements.refresh());
-    }
-    if (opts.listen) {
-      plane.listener = listen(cluster.adminConfig, (e) => plane.onEvent(e), plane.log);
-      await plane.listener.ready;
-      if (!(await schemaEventsInstalled(cluster.admin))) {
-        plane.log.warn('live schema updates are off: the event triggers that report schema changes need a superuser admin role, and this one is not (consoles show changes made elsewhere when reloaded)');
-      }
+    await plane.prepare(opts);
+    plane.ready = true;
+    return plane;
+  }
+
+  /**
+   * As `open`, but an upstream that cannot be reached (an external one down while the service
+   * starts) is no failure: the plane is returned at once, not `ready`, and its start-up work is
+   * retried in the background with back-off (logged once per change of state, not per try) until
+   * it succeeds. Meanwhile every call answers 08006 (see `assertReachable`), so both front ends
+   * can listen and tell their clients why. Any other failure of the first try (a wrong password,
+   * a role without CREATEROLE) is thrown, as from `open`.
+   */
+  static async openWhenReachable(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
+    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
+    try {
+      await cluster.check();
+      await plane.prepare(opts);
+      plane.ready = true;
+    } catch (err: unknown) {
+      if (!isUnreachable(err)) throw err;
+      plane.log.warn({ err: String((err as Error).message) }, 'upstream Postgres is not reachable: serving errors (08006) and retrying in the background');
+      plane.retry(opts, err as PgError);
     }
     return plane;
   }
@@ -126,6 +150,75 @@ export class ControlPlane {
     if (this.placements === undefined || !isJoinRefusal(err)) return undefined;
     await this.placements.refresh();
     return this.placements.explain(err, sql);
+  }
+
+  /** Start-up work on the upstream: the one thing `open` and each retry of `openWhenReachable` do. */
+  private async prepare(opts: ControlPlaneOptions): Promise<void> {
+    const applied = await migrate(this.cluster.admin);
+    if (applied.length) this.log.info({ applied }, 'control plane migrated');
+    const reset = await inTransaction(this.cluster.admin, (db) => syncRolePasswords(db, this.cluster.secret, secretFingerprint(this.cluster.secret)));
+    if (reset) this.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
+    if (await hasCitus(this.cluster.admin)) {
+      const placements = (this.placements ??= new Placements(this.cluster.admin, this.log));
+      await placements.refresh();
+      this.placer = repoPlacer(this.cluster.admin, this.log, () => void placements.refresh());
+    }
+    if (opts.listen && !this.closed) {
+      this.listener = listen(this.cluster.adminConfig, (e) => this.onEvent(e), this.log);
+      await this.listener.ready;
+      if (!(await schemaEventsInstalled(this.cluster.admin))) {
+        this.log.warn('live schema updates are off: the event triggers that report schema changes need a superuser admin role, and this one is not (consoles show changes made elsewhere when reloaded)');
+      }
+      this.audit.startRetention(opts.auditRetentionDays ?? 0);
+    }
+  }
+
+  /** Tries `prepare` again after a back-off delay, until it succeeds or the plane is closed. */
+  private retry(opts: ControlPlaneOptions, last: PgError, delay = RETRY_FIRST_MS): void {
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void (async () => {
+        try {
+          await this.cluster.check();
+          if (this.closed) return;
+          await this.prepare(opts);
+          if (this.closed) return;
+          this.ready = true;
+          this.log.info('upstream Postgres reachable: control plane ready, serving');
+        } catch (err: unknown) {
+          if (this.closed) return;
+          const e = err instanceof PgError ? err : new PgError(SqlState.ConnectionFailure, String((err as Error)?.message ?? err));
+          // Logged when the reason changes (refused → starting up → …), not on every try.
+          if (e.code !== last.code || e.message !== last.message) this.log.warn({ err: e.message, code: e.code }, 'upstream Postgres still not usable: retrying');
+          this.retry(opts, e, Math.min(delay * 2, RETRY_MAX_MS));
+        }
+      })();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  /**
+   * Throws 08006 while the upstream has not been reached since start-up (see
+   * `openWhenReachable`): what a wire client or REST request gets instead of an error of a
+   * control schema not migrated yet.
+   */
+  assertReachable(): void {
+    if (!this.ready) {
+      throw new PgError(SqlState.ConnectionFailure, 'the database is not reachable; retrying', {
+        hint: 'upstream Postgres has not answered since the service started; it connects by itself once Postgres is up: try again shortly',
+      });
+    }
+  }
+
+  /** False until the upstream was reached once and the control schema is migrated. */
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  /** The admin pool, once the control plane is ready (08006 before). */
+  private get db(): pg.Pool {
+    this.assertReachable();
+    return this.cluster.admin;
   }
 
   get admin(): pg.Pool {
@@ -157,19 +250,19 @@ export class ControlPlane {
   // ── users ─────────────────────────────────────────────────────────────────────────────
 
   /** Creates a user with its role and first API key. */
-  createUser(name: string): Promise<NewKey> {
-    return inTransaction(this.admin, async (db) => {
+  async createUser(name: string): Promise<NewKey> {
+    return inTransaction(this.db, async (db) => {
       await insertUser(db, name, this.cluster.secret);
       return insertKey(db, name);
     });
   }
 
-  listUsers(): Promise<UserInfo[]> {
-    return listUsers(this.admin);
+  async listUsers(): Promise<UserInfo[]> {
+    return listUsers(this.db);
   }
 
   async deleteUser(name: string): Promise<void> {
-    await inTransaction(this.admin, (db) => deleteUser(db, name));
+    await inTransaction(this.db, (db) => deleteUser(db, name));
     this.onEvent({ kind: 'user', name });
   }
 
@@ -180,7 +273,7 @@ export class ControlPlane {
     assertPassword(password);
     // Hashed before the transaction: the slow part must not hold a connection in a transaction.
     const passwordHash = await hashPassword(password);
-    return inTransaction(this.admin, async (db) => {
+    return inTransaction(this.db, async (db) => {
       await insertUser(db, name, this.cluster.secret);
       await setPassword(db, name, passwordHash);
       return createSession(db, name);
@@ -191,13 +284,13 @@ export class ControlPlane {
   async setPassword(name: string, password: string): Promise<void> {
     assertPassword(password);
     const passwordHash = await hashPassword(password);
-    await inTransaction(this.admin, (db) => setPassword(db, name, passwordHash));
+    await inTransaction(this.db, (db) => setPassword(db, name, passwordHash));
   }
 
   /** A new session for `name`, or 28P01, the same for an unknown user and a wrong password. */
   async logIn(name: string, password: string): Promise<NewWebSession> {
-    if (!(await checkPassword(this.admin, name, password))) throw invalidCredentials();
-    return inTransaction(this.admin, (db) => createSession(db, name));
+    if (!(await checkPassword(this.db, name, password))) throw invalidCredentials();
+    return inTransaction(this.db, (db) => createSession(db, name));
   }
 
   /**
@@ -205,32 +298,32 @@ export class ControlPlane {
    * every call, never cached: a log-out must end the session on every instance at once.
    */
   async session(id: string): Promise<WebSession | undefined> {
-    const found = await loadSession(this.admin, id);
+    const found = await loadSession(this.db, id);
     if (!found || !needsRenewal(found)) return found;
-    const expiresAt = await touchSession(this.admin, id);
+    const expiresAt = await touchSession(this.db, id);
     return expiresAt && { ...found, expiresAt, renewed: true };
   }
 
   /** Ends session `id` (log-out); an unknown id is not an error. */
-  endSession(id: string): Promise<void> {
-    return deleteSession(this.admin, id);
+  async endSession(id: string): Promise<void> {
+    return deleteSession(this.db, id);
   }
 
   // ── API keys ──────────────────────────────────────────────────────────────────────────
 
   async createKey(user: string): Promise<NewKey> {
-    const key = await inTransaction(this.admin, (db) => insertKey(db, user));
+    const key = await inTransaction(this.db, (db) => insertKey(db, user));
     this.scram.clear();
     return key;
   }
 
-  listKeys(user: string): Promise<KeyInfo[]> {
-    return listKeys(this.admin, user);
+  async listKeys(user: string): Promise<KeyInfo[]> {
+    return listKeys(this.db, user);
   }
 
   /** Revokes a key (only `user`'s when given); effective on this instance at once, on others when the NOTIFY arrives. */
   async revokeKey(id: string, user?: string): Promise<void> {
-    await inTransaction(this.admin, (db) => revokeKey(db, id, user));
+    await inTransaction(this.db, (db) => revokeKey(db, id, user));
     this.keys.delete(id);
     this.scram.clear();
   }
@@ -240,7 +333,7 @@ export class ControlPlane {
     let found = this.scram.get(user);
     if (found === undefined) {
       const generation = this.scram.generation;
-      found = (await loadScramCredentials(this.admin, user)) ?? null;
+      found = (await loadScramCredentials(this.db, user)) ?? null;
       this.scram.set(user, found, generation);
     }
     return found ?? undefined;
@@ -261,7 +354,7 @@ export class ControlPlane {
     let stored = this.keys.get(parts.id);
     if (stored === undefined) {
       const generation = this.keys.generation;
-      stored = (await loadKey(this.admin, parts.id)) ?? null;
+      stored = (await loadKey(this.db, parts.id)) ?? null;
       this.keys.set(parts.id, stored, generation);
     }
     if (!secretMatches(stored ?? undefined, parts.secret) || !stored) throw invalidKey();
@@ -273,50 +366,50 @@ export class ControlPlane {
 
   async createRepo(ref: RepoRef | string, opts: { isPrivate?: boolean; description?: string } = {}): Promise<RepoInfo> {
     const r = typeof ref === 'string' ? parseRepoRef(ref) : ref;
-    const info = await inTransaction(this.admin, (db) => insertRepo(db, r, { isPrivate: opts.isPrivate ?? true, description: opts.description ?? '' }));
+    const info = await inTransaction(this.db, (db) => insertRepo(db, r, { isPrivate: opts.isPrivate ?? true, description: opts.description ?? '' }));
     this.rightsCache.clear();
     return info;
   }
 
-  getRepo(ref: RepoRef): Promise<RepoInfo | undefined> {
-    return getRepo(this.admin, ref);
+  async getRepo(ref: RepoRef): Promise<RepoInfo | undefined> {
+    return getRepo(this.db, ref);
   }
 
-  listRepos(user: string): Promise<RepoInfo[]> {
-    return listRepos(this.admin, user);
+  async listRepos(user: string): Promise<RepoInfo[]> {
+    return listRepos(this.db, user);
   }
 
   /** `user`'s own repos and, with `shared`, those shared with them; each with `user`'s access. */
   async listReposWithAccess(user: string, opts: { shared: boolean }): Promise<{ info: RepoInfo; access: RepoAccess }[]> {
-    const own = (await listRepos(this.admin, user)).map((info) => ({ info, access: 'own' as const }));
+    const own = (await listRepos(this.db, user)).map((info) => ({ info, access: 'own' as const }));
     if (!opts.shared) return own;
-    const shared = await listSharedRepos(this.admin, user);
+    const shared = await listSharedRepos(this.db, user);
     return [...own, ...shared.map((s) => ({ info: s.info, access: s.permission }))];
   }
 
   async deleteRepo(ref: RepoRef): Promise<void> {
-    await inTransaction(this.admin, (db) => deleteRepo(db, ref));
+    await inTransaction(this.db, (db) => deleteRepo(db, ref));
     this.rightsCache.clear();
   }
 
   async updateRepo(ref: RepoRef, change: { isPrivate?: boolean | undefined; description?: string | undefined }): Promise<RepoInfo> {
-    const info = await inTransaction(this.admin, (db) => updateRepo(db, ref, change));
+    const info = await inTransaction(this.db, (db) => updateRepo(db, ref, change));
     this.rightsCache.clear();
     return info;
   }
 
   async setCollaborator(ref: RepoRef, user: string, permission: Permission): Promise<void> {
-    await inTransaction(this.admin, (db) => setCollaborator(db, ref, user, permission));
+    await inTransaction(this.db, (db) => setCollaborator(db, ref, user, permission));
     this.rightsCache.clear();
   }
 
   async removeCollaborator(ref: RepoRef, user: string): Promise<void> {
-    await inTransaction(this.admin, (db) => removeCollaborator(db, ref, user));
+    await inTransaction(this.db, (db) => removeCollaborator(db, ref, user));
     this.rightsCache.clear();
   }
 
-  listCollaborators(ref: RepoRef): Promise<Collaborator[]> {
-    return listCollaborators(this.admin, ref);
+  async listCollaborators(ref: RepoRef): Promise<Collaborator[]> {
+    return listCollaborators(this.db, ref);
   }
 
   /** The cached rights snapshot of `user`, if there is one: the wire relay's synchronous hot path. */
@@ -329,7 +422,7 @@ export class ControlPlane {
     const cached = this.rightsCache.get(user);
     if (cached) return cached;
     const generation = this.rightsCache.generation;
-    const rights = { user, repos: await reachableRepos(this.admin, user) };
+    const rights = { user, repos: await reachableRepos(this.db, user) };
     this.rightsCache.set(user, rights, generation);
     return rights;
   }
@@ -352,9 +445,23 @@ export class ControlPlane {
     return this.schemaHandlers.size;
   }
 
+  // ── audit log and usage ───────────────────────────────────────────────────────────────
+
+  /** Audit rows, newest first (the admin CLI). */
+  auditEntries(filter: AuditFilter): Promise<AuditEntry[]> {
+    return listAudit(this.admin, filter);
+  }
+
+  /** Hourly usage rows of `user` (every user when undefined), oldest first. */
+  usageRows(filter: { user?: string | undefined; since?: Date | undefined }): Promise<UsageRow[]> {
+    return listUsage(this.admin, filter);
+  }
+
   /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
     await this.listener?.close();
-    await this.lastUsed.close();
+    await Promise.all([this.lastUsed.close(), this.audit.close(), this.usage.close()]);
   }
 }

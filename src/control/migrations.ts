@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { escapeIdentifier } from 'pg';
 import { loadModule, parseSync } from 'libpg-query';
 import { hasCitus, prepareCitus } from '../upstream/citus.js';
+import { catalogViewsSql } from '../policy/catalog-views.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -193,6 +194,53 @@ const migrations: Migration[] = [
       END
       $do$;
     `,
+  },
+  {
+    version: 5,
+    name: 'audit log and hourly usage',
+    sql: () => `
+      -- Who did what, from where, through which front end: see audit.ts. No foreign key to users:
+      -- the trail outlives a deleted user, and a failed log-in may name no user at all.
+      CREATE TABLE ${CONTROL_SCHEMA}.audit_log (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at timestamptz NOT NULL,
+        -- null: a failed log-in of an unknown user (login_name keeps the name tried)
+        user_name text,
+        login_name text,
+        source text,
+        front_end text NOT NULL CHECK (front_end IN ('wire', 'rest', 'console', 'cli')),
+        request_id text,
+        action text NOT NULL,
+        -- what the action was on: a repo, a key id, a DDL command tag
+        target text,
+        -- more about it: a share's "bob:write", a visibility "public"
+        detail text,
+        -- statements only: the text (bounded, literals redacted where a secret may hide) and a denial's SQLSTATE
+        sql_text text,
+        sqlstate text
+      );
+      CREATE INDEX ON ${CONTROL_SCHEMA}.audit_log (at);
+      CREATE INDEX ON ${CONTROL_SCHEMA}.audit_log (user_name, at);
+
+      -- Per user and hour, added to by every instance and worker (see usage.ts).
+      CREATE TABLE ${CONTROL_SCHEMA}.usage_hourly (
+        user_name text NOT NULL,
+        hour timestamptz NOT NULL,
+        statements bigint NOT NULL DEFAULT 0,
+        rows_returned bigint NOT NULL DEFAULT 0,
+        bytes_in bigint NOT NULL DEFAULT 0,
+        bytes_out bigint NOT NULL DEFAULT 0,
+        upload_bytes bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (user_name, hour)
+      );
+    `,
+  },
+  {
+    version: 6,
+    name: 'filtered catalogs: each user sees their own world',
+    // Views over pg_catalog and information_schema showing only the reading role's world; the
+    // policy redirects catalog references to them (src/policy/catalog-views.ts, catalog-rewrite.ts).
+    sql: () => catalogViewsSql(),
   },
 ];
 

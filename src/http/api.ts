@@ -10,6 +10,7 @@ import type { Config } from '../shared/config.js';
 import { PgError } from '../shared/errors.js';
 import { FailureThrottle } from '../shared/throttle.js';
 import { installAuth } from './auth.js';
+import { installUsageMetering } from './metering.js';
 import { accountRoutes } from './routes/account.js';
 import { connectionRoutes } from './routes/connection.js';
 import { repoRoutes } from './routes/repos.js';
@@ -17,6 +18,7 @@ import { keyRoutes } from './routes/keys.js';
 import { queryRoutes, type QueryDeps } from './routes/query.js';
 import { importRoutes } from './routes/import.js';
 import { eventRoutes } from './routes/events.js';
+import { usageRoutes } from './routes/usage.js';
 import { RunningQueries, type QueryCancelPeers } from './running-queries.js';
 import { ErrorBody } from './schemas.js';
 import type { RolePools } from '../upstream/role-pools.js';
@@ -56,6 +58,7 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
     schema.response = { '4xx': ErrorBody, '5xx': ErrorBody, ...(schema.response as object | undefined) };
   });
   installAuth(app, deps.control, { cookieSecure: deps.config.cookieSecure });
+  installUsageMetering(app, deps.control);
   // Registered after the auth hook: the limit counts per API key or console session; requests
   // without a caller (log-in, sign-up) count per client address.
   await app.register(rateLimit, {
@@ -71,6 +74,7 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   await app.register(connectionRoutes, { config: deps.config, wirePort: deps.wirePort });
   await app.register(repoRoutes, { control: deps.control });
   await app.register(keyRoutes, { control: deps.control });
+  await app.register(usageRoutes, { control: deps.control });
   const { control, policy, pools, types, sessions, sessionSettings } = deps;
   const running = new RunningQueries(deps.queryCancelPeers);
   await app.register(queryRoutes, { control, policy, sessions, sessionSettings, types, maxRows: deps.config.maxResultRows, running });

@@ -24,6 +24,9 @@ import { installErrorHandling } from './errors.js';
 import type { QueryCancelPeers } from './running-queries.js';
 import { healthRoutes } from './routes/health.js';
 import { securityHeaders } from './security-headers.js';
+import { installHttpMetrics } from '../observe/http.js';
+import type { MetricsSource } from '../observe/metrics-server.js';
+import { metricsRoutes } from './routes/metrics.js';
 
 export interface AppDeps {
   config: Config;
@@ -44,6 +47,8 @@ export interface AppDeps {
    * request (57P03, the connection closed after it), while requests already running finish.
    */
   draining?: () => boolean;
+  /** Serves `GET /metrics` from this source when set (config `metricsPort` 0: on the HTTP port). */
+  metrics?: MetricsSource | undefined;
 }
 
 /** Builds the HTTP front end (routes registered, not listening); the caller listens and closes it. */
@@ -69,6 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     done();
   });
+  installHttpMetrics(app);
   const consoleDir = deps.consoleDir ?? CONSOLE_DIR;
   installErrorHandling(app, consolePages(consoleDir));
   await app.register(helmet, securityHeaders);
@@ -87,6 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/api/docs' });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(healthRoutes, { control: deps.control, draining });
+  if (deps.metrics) await app.register(metricsRoutes, { metrics: deps.metrics });
   await app.register(api, {
     prefix: '/api/v1beta',
     config: deps.config,

@@ -14,7 +14,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ControlPlane, Principal, WebSession } from '../control/control-plane.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import { lazyChild, type Logger } from '../shared/logger.js';
+import { authFailed } from '../observe/metrics.js';
 import { assertCsrf } from './csrf.js';
+import { failedKey } from './metering.js';
 import { clearSessionCookie, sessionCookie, setSessionCookie } from './session-cookie.js';
 
 /** How a route is authenticated: required (the default), optional, or not at all. */
@@ -52,7 +54,12 @@ function sessionEnded(): PgError {
 async function bearer(req: FastifyRequest, control: ControlPlane, header: string): Promise<void> {
   const m = BEARER.exec(header);
   if (!m?.[1]) throw noKey('malformed Authorization header: expected "Bearer <API key>"');
-  req.principal = await control.authenticate(m[1]);
+  try {
+    req.principal = await control.authenticate(m[1]).catch((err: unknown) => failedKey(control, req, m[1]!, err));
+  } catch (err: unknown) {
+    if (err instanceof PgError && err.code.startsWith('28')) authFailed.rest.value++;
+    throw err;
+  }
 }
 
 async function cookie(req: FastifyRequest, reply: FastifyReply, control: ControlPlane, opts: AuthOptions, mode: RouteAuth): Promise<void> {

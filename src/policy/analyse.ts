@@ -2,6 +2,7 @@
 // asks, so the result is cached by text and serves every user.
 import { SqlState } from '../shared/errors.js';
 import { bodyHandlers } from './bodies.js';
+import { catalogHandlers, catalogRewrite } from './catalog-rewrite.js';
 import { ddlHandlers } from './ddl.js';
 import { dmlHandlers } from './dml.js';
 import { expressionHandlers } from './expressions.js';
@@ -10,7 +11,7 @@ import { nodeOf, type Json } from './json.js';
 import { objectHandlers } from './objects.js';
 import { offsetsOf, type Offsets } from './offsets.js';
 import { parseSql, type RawStatement } from './parse.js';
-import { seedRewrite } from './rewrite.js';
+import { seedRewrite, type StatementText } from './rewrite.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
 import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
 
@@ -21,6 +22,7 @@ const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
   ...bodyHandlers,
   ...ruleHandlers,
   ...expressionHandlers,
+  ...catalogHandlers,
 ]);
 
 function newFacts(node: Json, start = 0): StatementFacts {
@@ -35,6 +37,7 @@ function newFacts(node: Json, start = 0): StatementFacts {
     settings: [],
     functionPaths: [],
     channels: [],
+    catalog: [],
     refusal: null,
     schema: null,
   };
@@ -69,6 +72,25 @@ function nested(w: Walker, sql: string, path: string[] | null): void {
   }
 }
 
+/**
+ * The string to forward instead of `sql`, or null: catalog reads redirected to the filtered views
+ * first (a refusal when that cannot be done safely), then the seed rule on the result.
+ */
+function rewrite(sql: string, texts: readonly StatementText[], statements: StatementFacts[], offsets: Offsets): string | null {
+  const refs = statements.flatMap((s) => s.catalog);
+  if (refs.length === 0) return seedRewrite(sql, texts, offsets);
+  const redirected = catalogRewrite(sql, texts, refs, offsets);
+  if ('code' in redirected) {
+    const first = statements.find((s) => s.catalog.length > 0);
+    if (first !== undefined) first.refusal ??= redirected;
+    return null;
+  }
+  const out = redirected.sql;
+  const outOffsets = offsetsOf(out);
+  const seeded = seedRewrite(out, redirected.parsed.map((raw) => ({ node: raw.node, ...statementText(out, raw, outOffsets) })), outOffsets);
+  return seeded ?? out;
+}
+
 const hasLoneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Analyses a whole query string. */
@@ -89,7 +111,7 @@ export function analyse(sql: string): Analysis {
       walk(facts, node, { offsets, path: null, body: false, text: sql.slice(start, end) });
       return facts;
     });
-    return { error: null, statements, rewrite: seedRewrite(sql, texts, offsets) };
+    return { error: null, statements, rewrite: rewrite(sql, texts, statements, offsets) };
   } catch (err: unknown) {
     // A tree deep enough to exhaust the stack (thousands of nested parentheses).
     if (err instanceof RangeError) {

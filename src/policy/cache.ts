@@ -1,5 +1,7 @@
 // A bounded LRU of analyses by query text. A Map iterates in insertion order, so re-inserting on
-// a hit keeps the least recently used entry first, where eviction takes it.
+// a hit keeps the least recently used entry first, where eviction takes it. Hits and misses are
+// counted for the metrics (a plain number each: this is the policy's hot path).
+import { policyCacheHit, policyCacheMiss } from '../observe/metrics.js';
 
 export class LruCache<V> {
   private readonly map = new Map<string, V>();
@@ -23,6 +25,7 @@ export class LruCache<V> {
 
   get(key: string): V | undefined {
     const value = this.map.get(key);
+    (value === undefined ? policyCacheMiss : policyCacheHit).value++;
     if (value !== undefined) {
       this.map.delete(key);
       this.map.set(key, value);

@@ -1,6 +1,7 @@
 // Analysis + Rights + Session → Decision. This is the per-query work on a cache hit, so it only
 // walks the cached facts: no parsing, no allocation beyond the result.
 import { PgError, SqlState } from '../shared/errors.js';
+import { checkCatalogPath } from './catalog-rewrite.js';
 import type { Analysis, Refusal, SchemaCommand, StatementFacts } from './facts.js';
 import { REPO_NAME_RULE, repoNameProblem, splitRepo } from './names.js';
 import { refusals } from './refusals.js';
@@ -54,6 +55,10 @@ function check(facts: StatementFacts, rights: Rights, path: readonly string[]): 
   if (facts.refusal !== null) return facts.refusal;
   for (const ref of facts.refs) {
     const refusal = checkRef(ref, rights, ref.path ?? path);
+    if (refusal !== null) return refusal;
+  }
+  if (facts.catalog.length > 0 || path.includes('information_schema')) {
+    const refusal = checkCatalogPath(facts, path);
     if (refusal !== null) return refusal;
   }
   for (const functionPath of facts.functionPaths) {

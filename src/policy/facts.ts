@@ -46,6 +46,22 @@ export type SchemaCommand =
   | { kind: 'create'; name: string; ifNotExists: boolean; authRole: string | null }
   | { kind: 'drop'; names: string[]; ifExists: boolean; cascade: boolean };
 
+/**
+ * A read of a filtered catalog relation, redirected to its view (`catalog-rewrite.ts`): a
+ * RangeVar (`pg_class`, `pg_catalog.pg_class`) or a column named through it
+ * (`pg_catalog.pg_class.relname`).
+ */
+export interface CatalogRef {
+  kind: 'relation' | 'column';
+  /** The parser's location (UTF-8 byte offset in the query string). */
+  location: number;
+  /** As written: null for an unqualified relation. */
+  schema: string | null;
+  name: string;
+  /** The service schema holding its view. */
+  target: string;
+}
+
 export interface StatementFacts {
   /** Where the statement starts in the query string (UTF-16 index). */
   start: number;
@@ -64,6 +80,8 @@ export interface StatementFacts {
   functionPaths: string[][];
   /** LISTEN/NOTIFY channels: shared by the whole server, so namespaced per user. */
   channels: string[];
+  /** Catalog reads to redirect to the filtered views; the analysis' rewrite carries them out. */
+  catalog: CatalogRef[];
   /** The first service-rule violation found, if any. */
   refusal: Refusal | null;
   schema: SchemaCommand | null;

@@ -7,6 +7,7 @@ import { SqlState } from '../shared/errors.js';
 import type { NameRef, Need, Refusal, StatementFacts } from './facts.js';
 import { obj, nodeOf, str, type Json, type JsonObject } from './json.js';
 import type { Offsets } from './offsets.js';
+import { noteCatalogRelation } from './catalog-rewrite.js';
 
 /** CTE names visible at a point of the tree: they shadow unqualified relation names. */
 export type Scope = ReadonlySet<string>;
@@ -135,6 +136,7 @@ export class Walker {
     const schema = str(rv.schemaname) ?? null;
     if (how.target !== true && how.create !== true && schema === null && scope.has(name)) return;
     const create = how.create === true;
+    if (need === 'read' && !create) noteCatalogRelation(this, rv, schema, name, how.target === true);
     this.ref({ kind: 'relation', schema, name, need, create, temp: create && rv.relpersistence === 't', location: rv.location });
   }
 

@@ -37,6 +37,12 @@ export const ConfigSchema = Type.Object({
   maxStatementBytes: Positive('statements larger than this are refused with 54000 before parsing'),
   upstreamPoolMax: Positive('upstream connections per user role'),
   upstreamIdleMs: Positive('an idle upstream connection is closed after this many milliseconds'),
+  upstreamConnectTimeoutMs: Positive('a new upstream connection must be connected and logged in within this many milliseconds; past it the client gets 08006'),
+  upstreamResponseTimeoutMs: Type.Integer({
+    minimum: 0,
+    description:
+      'a wire client\'s upstream session that owes an answer and has passed no byte either way for this many milliseconds is taken as dead (a network that stopped answering): it is closed and the client gets 08006. Set it above the longest statement that sends nothing meanwhile; 0 = never. REST statements always stop waiting one second past statementTimeoutMs',
+  }),
   pgTlsCert: Type.String({ description: 'PEM certificate file of the wire front end; empty = a self-signed one generated into the data dir' }),
   pgTlsKey: Type.String({ description: 'PEM private key file matching pgTlsCert' }),
   pgAuthMethod: Type.Union([Type.Literal('scram-sha-256'), Type.Literal('password')], {
@@ -45,6 +51,7 @@ export const ConfigSchema = Type.Object({
   pgCleartextLoopback: Type.Boolean({ description: 'allow the cleartext password method without TLS on loopback connections' }),
   pgMaxConnections: Positive('client connections of the wire front end; more are refused with 53300'),
   pgStartupTimeoutMs: Positive('a wire client must finish start-up and authentication within this many milliseconds'),
+  pgSendTimeoutMs: Positive('a wire client that reads nothing of a pending answer for this many milliseconds is closed; its statement is cancelled and its upstream session reset for the next client'),
   pgIdleTimeoutMs: Type.Integer({ minimum: 0, description: 'close wire clients idle (outside a transaction) this long; 0 = never' }),
   pgMaxMessageBytes: Positive('largest protocol message accepted from a wire client (08P01 past it)'),
   pgSessionsPerUser: Positive('upstream sessions one user may hold through the wire front end (one per connected client; 53300 past it)'),
@@ -60,7 +67,12 @@ export const ConfigSchema = Type.Object({
   publicHost: Type.String({
     description: 'host name clients use for the Postgres wire front end, shown in connection strings; empty = the host name the browser or client used for the HTTP server',
   }),
+  metricsPort: Port('port of a separate HTTP server answering GET /metrics (Prometheus text format, no auth), e.g. one only the scraper reaches; 0 = GET /metrics on the HTTP port'),
   publicPgPort: Port('port clients use for the Postgres wire front end, shown in connection strings (e.g. behind a load balancer); 0 = the port it listens on'),
+  auditRetentionDays: Type.Integer({
+    minimum: 0,
+    description: 'audit log rows older than this many days are deleted (at start and hourly); 0 = kept forever',
+  }),
   cookieSecure: Type.Boolean({
     description: 'mark the console session cookie Secure (and accept an https Origin) even when requests arrive over plain HTTP, as behind a TLS-terminating proxy',
   }),

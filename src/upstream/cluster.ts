@@ -26,6 +26,8 @@ export interface Cluster {
   readonly description: string;
   /** Connection settings to log in upstream as the user's own role. */
   roleConnection(role: string): pg.ClientConfig;
+  /** Checks that the admin role logs in and may create roles (a PgError saying what is wrong otherwise). */
+  check(): Promise<void>;
   /** Ends the admin pool; stops the embedded cluster if this process started it. */
   close(): Promise<void>;
 }
@@ -61,8 +63,25 @@ function sslOption(sslmode: string | null): { rejectUnauthorized: boolean } | un
   return undefined;
 }
 
+/**
+ * Whether `err` (from `Cluster.check` or a control plane query) means the upstream cannot be
+ * reached now — refused, timed out, shutting down or still starting up — rather than that it
+ * answered no: worth retrying, where a wrong password or a missing privilege is not.
+ */
+export function isUnreachable(err: unknown): boolean {
+  return err instanceof PgError && (err.code.startsWith('08') || err.code === SqlState.CannotConnectNow || err.code === SqlState.AdminShutdown);
+}
+
+export interface OpenClusterOptions {
+  /**
+   * Check the admin role before returning (default). An external upstream that may be down when
+   * the service starts is opened unchecked: the control plane checks it when it connects.
+   */
+  check?: boolean;
+}
+
 /** Opens the upstream described by `config`, starting the embedded cluster when no URL is set. */
-export async function openCluster(config: Config, log: Logger): Promise<Cluster> {
+export async function openCluster(config: Config, log: Logger, opts: OpenClusterOptions = {}): Promise<Cluster> {
   const dataDir = resolve(config.dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o755 });
   const secret = config.secret || (await readOrCreateSecretFile(join(dataDir, 'secret')));
@@ -75,11 +94,11 @@ export async function openCluster(config: Config, log: Logger): Promise<Cluster>
   url.searchParams.delete('sslmode');
   const adminUrl = url.toString();
   const where = embedded ? `embedded Postgres in ${join(dataDir, 'pg')}` : `${url.hostname}:${url.port || 5432}`;
-  const adminConfig: pg.ClientConfig = { connectionString: adminUrl, connectionTimeoutMillis: 10_000, ...(ssl && { ssl }) };
+  const adminConfig: pg.ClientConfig = { connectionString: adminUrl, connectionTimeoutMillis: config.upstreamConnectTimeoutMs, ...(ssl && { ssl }) };
   const admin = new pg.Pool({ ...adminConfig, max: 5, idleTimeoutMillis: 30_000 });
   admin.on('error', (err) => log.warn({ err }, 'idle admin connection failed'));
   try {
-    await checkAdmin(admin, where);
+    if (opts.check !== false || embedded) await checkAdmin(admin, where);
   } catch (err: unknown) {
     await admin.end();
     await embedded?.stop();
@@ -102,8 +121,10 @@ export async function openCluster(config: Config, log: Logger): Promise<Cluster>
       database,
       user: role,
       password: rolePassword(secret, role),
+      connectionTimeoutMillis: config.upstreamConnectTimeoutMs,
       ...(ssl && { ssl }),
     }),
+    check: () => checkAdmin(admin, where),
     close: async () => {
       await admin.end();
       await embedded?.stop();

@@ -10,6 +10,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Cluster } from './cluster.js';
 import { fromDriverError } from './pg-error.js';
+import { watchPool } from '../observe/metrics.js';
 
 /**
  * search_path of every REST statement. A REST request is its own session, so it has no
@@ -31,6 +32,19 @@ export interface RolePoolOptions {
 export class RolePools {
   private readonly pools = new Map<string, pg.Pool>();
   private closed = false;
+
+  /** Its connections in the metrics (pool `import`: uploads), read when scraped. */
+  private readonly unwatch = watchPool('import', () => {
+    let total = 0;
+    let idle = 0;
+    let waiting = 0;
+    for (const p of this.pools.values()) {
+      total += p.totalCount;
+      idle += p.idleCount;
+      waiting += p.waitingCount;
+    }
+    return { active: total - idle, idle, waiting };
+  });
 
   constructor(private readonly opts: RolePoolOptions) {}
 
@@ -105,6 +119,7 @@ export class RolePools {
   /** Closes every pool; later `connect` calls fail with 57P01. */
   async close(): Promise<void> {
     this.closed = true;
+    this.unwatch();
     const pools = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(pools.map((p) => p.end().catch(() => undefined)));

@@ -7,7 +7,8 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
 import type { Cluster } from './cluster.js';
-import { noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { timePoolWait, watchPool } from '../observe/metrics.js';
+import { noteParameterStatus, openUpstreamSession, watchSilence, type UpstreamSession, type UpstreamTarget } from './session.js';
 
 interface Idle {
   session: UpstreamSession;
@@ -30,6 +31,16 @@ export interface SessionPoolOptions {
   reset: 'eager' | 'lazy';
   /** How long `acquire` waits for a session when the role has `maxPerRole` busy. */
   waitMs: number;
+  /** The pool's name in the metrics (`wire`, `rest`); unset: not in the metrics. */
+  metricsName?: string;
+  /**
+   * Set for a pool whose every handed-out session runs one statement (the REST API's): a session
+   * handed out that passes no byte either way for this long, unless its reader paused it, is
+   * closed (see `watchSilence`), so its statement fails with 08006 instead of waiting for ever on
+   * a network that stopped answering. Unset: the user watches (the wire relay knows when an
+   * answer is owed).
+   */
+  silenceMs?: number;
   log: Logger;
 }
 
@@ -39,6 +50,8 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
+  /** Stops watching a handed-out session for silence (see `silenceMs`). */
+  private readonly watching = new WeakMap<UpstreamSession, () => void>();
   private readonly waiting = new Map<string, (() => void)[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
@@ -49,6 +62,20 @@ export class SessionPool {
   constructor(private readonly opts: SessionPoolOptions) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
+    if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
+  }
+
+  private readonly unwatch: (() => void) | undefined;
+
+  /** Sessions handed out (or opening), pooled, and acquires waiting for room: read when the metrics are scraped. */
+  private states(): { active: number; idle: number; waiting: number } {
+    let total = 0;
+    let idle = 0;
+    let waiting = 0;
+    for (const n of this.count.values()) total += n;
+    for (const list of this.idle.values()) idle += list.length;
+    for (const list of this.waiting.values()) waiting += list.length;
+    return { active: total - idle, idle, waiting };
   }
 
   /**
@@ -101,10 +128,19 @@ export class SessionPool {
     while (list && list.length > 0) {
       const { session, onStray } = list.pop()!;
       session.socket.off('data', onStray);
-      if (!session.socket.destroyed) return session;
+      if (!session.socket.destroyed) return this.handOut(session);
       this.forget(role, session);
     }
     return undefined;
+  }
+
+  /** Watches a session being handed out for silence (`silenceMs`), until it is released. */
+  private handOut(session: UpstreamSession): UpstreamSession {
+    if (this.opts.silenceMs) {
+      const socket = session.socket;
+      this.watching.set(session, watchSilence(socket, this.opts.silenceMs, () => true, () => socket.destroy()));
+    }
+    return session;
   }
 
   /** An idle session with exactly these startup parameters, or a new one. */
@@ -122,7 +158,7 @@ export class SessionPool {
       const session = await openUpstreamSession(this.opts.target(role), params);
       if (this.greetings.size > 10_000) this.greetings.clear();
       this.greetings.set(key, session.parameters);
-      return session;
+      return this.handOut(session);
     } catch (err: unknown) {
       this.decrement(role);
       throw err;
@@ -152,13 +188,16 @@ export class SessionPool {
   private waitForRoom(role: string): Promise<void> {
     return new Promise((resolve, reject) => {
       const list = this.waiting.get(role) ?? [];
+      const waited = this.opts.metricsName ? timePoolWait(this.opts.metricsName) : undefined;
       const waiter = () => {
+        waited?.();
         clearTimeout(timer);
         resolve();
       };
       const timer = setTimeout(() => {
         const i = list.indexOf(waiter);
         if (i >= 0) list.splice(i, 1);
+        waited?.();
         reject(
           new PgError(SqlState.TooManyConnections, `too many connections for user "${role}" (at most ${this.opts.maxPerRole} at once)`, {
             hint: 'every upstream session of this user stayed busy; close idle connections, or raise the per-user limit',
@@ -183,6 +222,8 @@ export class SessionPool {
    * be reused; it is reset with DISCARD ALL first. Anything else is closed.
    */
   release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, clean: boolean): void {
+    this.watching.get(session)?.();
+    this.watching.delete(session);
     if (!clean || this.closed || session.socket.destroyed || session.status !== 'I') {
       this.destroy(role, session);
       return;
@@ -268,6 +309,7 @@ export class SessionPool {
   /** Closes every idle session; sessions in use close when released. */
   close(): void {
     this.closed = true;
+    this.unwatch?.();
     clearInterval(this.sweeper);
     for (const [key, list] of this.idle) {
       const role = key.slice(0, key.indexOf('\0'));
@@ -290,6 +332,7 @@ export function sessionPoolFor(cluster: Pick<Cluster, 'roleConnection'>, opts: O
         database: c.database ?? 'postgres',
         user: role,
         password: typeof c.password === 'string' ? c.password : '',
+        connectTimeoutMs: c.connectionTimeoutMillis,
         tls: ssl ? { rejectUnauthorized: typeof ssl === 'object' ? ssl.rejectUnauthorized !== false : true } : undefined,
       };
     },

@@ -12,11 +12,13 @@ import {
   BackendCode,
   FrameReader,
   buildCancelRequest,
+  buildCopyFail,
   buildPasswordMessage,
   buildSaslInitialResponse,
   buildSaslResponse,
   buildSslRequest,
   buildStartupMessage,
+  buildSync,
   decodeAuthentication,
   decodeBackendKeyData,
   decodeErrorResponse,
@@ -24,6 +26,11 @@ import {
   decodeReadyForQuery,
   type TransactionStatus,
 } from '../protocol/index.js';
+
+/** How long a session left with work in flight may take to come back to idle (see `settle`) before it is closed instead. */
+const SETTLE_GRACE_MS = 5_000;
+const SETTLE_COPY_FAIL = buildCopyFail('the client went away');
+const SETTLE_SYNC = buildSync();
 
 export interface UpstreamTarget {
   host: string;
@@ -33,6 +40,8 @@ export interface UpstreamTarget {
   password: string;
   /** TLS to the upstream (an external cluster's `sslmode=require` / `verify-full`). */
   tls?: { rejectUnauthorized: boolean } | undefined;
+  /** Connection and login must be done within this long (`upstreamConnectTimeoutMs`); 10 s if unset. */
+  connectTimeoutMs?: number | undefined;
 }
 
 export interface UpstreamSession {
@@ -103,6 +112,33 @@ function readingAtLogin(parameters: ReadonlyMap<string, string>): Map<string, st
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
+/** TCP keepalive probes on upstream sockets: a peer host that vanished is noticed even on an idle session. */
+const KEEPALIVE_MS = 30_000;
+
+/**
+ * Watches a session's socket while it is handed out: when `awaiting()` says an answer is owed and
+ * no byte has passed either way for `ms` — and not because the reader paused the socket itself
+ * (a slow consumer: the silence is its own choice) — `onSilent` is called once. A network that
+ * stops answering (a blackhole) otherwise leaves a statement waiting for ever: TCP neither fails
+ * nor completes. Returns the function that stops watching; `ms` 0 watches nothing.
+ */
+export function watchSilence(socket: Socket, ms: number, awaiting: () => boolean, onSilent: () => void): () => void {
+  if (ms <= 0) return () => undefined;
+  const onTimeout = () => {
+    if (awaiting() && !socket.isPaused()) {
+      stop();
+      return onSilent();
+    }
+    socket.setTimeout(ms); // idle with nothing owed: look again later
+  };
+  const stop = () => {
+    socket.setTimeout(0);
+    socket.off('timeout', onTimeout);
+  };
+  socket.setTimeout(ms);
+  socket.on('timeout', onTimeout);
+  return stop;
+}
 
 /** Salted passwords are costly (PBKDF2); the role password and salt rarely change. */
 const saltedCache = new Map<string, Buffer>();
@@ -135,8 +171,9 @@ export async function openUpstreamSession(target: UpstreamTarget, params: Readon
 /** A TCP connection to the upstream, upgraded to TLS (SSLRequest first) when the target asks for it. */
 function transport(target: UpstreamTarget): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: target.host, port: target.port, noDelay: true });
-    const timer = setTimeout(() => socket.destroy(new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+    const socket = connect({ host: target.host, port: target.port, noDelay: true, keepAlive: true, keepAliveInitialDelay: KEEPALIVE_MS });
+    const ms = target.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    const timer = setTimeout(() => socket.destroy(new Error(`no answer within ${ms} ms`)), ms);
     const fail = (err: Error) => {
       clearTimeout(timer);
       reject(unavailable(target, err.message));
@@ -187,7 +224,8 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
       socket.destroy();
       reject(err);
     };
-    const timer = setTimeout(() => fail(unavailable(target, `no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+    const ms = target.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    const timer = setTimeout(() => fail(unavailable(target, `no answer to the login within ${ms} ms`)), ms);
     socket.on('error', (err) => fail(unavailable(target, err.message)));
     socket.on('close', () => fail(unavailable(target, 'the connection closed during login')));
 
@@ -271,5 +309,56 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
       }
     });
     socket.write(buildStartupMessage({ ...params, user: target.user, database: target.database }));
+  });
+}
+
+/**
+ * Brings a session whose client left with work in flight back to idle, so that it can serve the
+ * next client (after the reset every released session gets) instead of being closed: what runs is
+ * cancelled, the `owed` answers (one ReadyForQuery each) are read and dropped, an extended-protocol
+ * batch the client never ended (`unsynced`) gets its Sync, and a COPY from the client is failed.
+ * Resolves true once the session is idle outside a transaction. False, with the socket closed,
+ * if a transaction is left open (closing it is the rollback that leaves nothing behind, as for
+ * any client leaving mid-transaction) or it does not get there within SETTLE_GRACE_MS.
+ */
+export function settle(session: UpstreamSession, owed: number, unsynced: boolean): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = session.socket;
+    // Only once the cancel was delivered does the session take new work: a late one would hit it.
+    const cancelled: Promise<unknown> = owed > 0 ? cancelUpstream(session) : Promise.resolve();
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('close', onClose);
+      if (!ok) socket.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), SETTLE_GRACE_MS);
+    const idle = () => void cancelled.then(() => done(!socket.destroyed && session.status === 'I'));
+    const onFrame = (code: number, frame: Buffer) => {
+      if (code === BackendCode.CopyInResponse) socket.write(SETTLE_COPY_FAIL);
+      else if (code === BackendCode.ParameterStatus) noteParameterStatus(session, frame);
+      else if (code === BackendCode.ReadyForQuery) {
+        session.status = decodeReadyForQuery(frame);
+        if (--owed === 0) idle();
+      }
+    };
+    const onData = (chunk: Buffer) => {
+      try {
+        session.reader.push(chunk, onFrame);
+      } catch {
+        done(false);
+      }
+    };
+    const onClose = () => done(false);
+    socket.on('data', onData);
+    socket.on('close', onClose);
+    if (owed > 0) socket.write(SETTLE_COPY_FAIL); // ends a COPY FROM STDIN the client began; ignored by Postgres otherwise
+    if (unsynced) {
+      socket.write(SETTLE_SYNC);
+      owed++;
+    }
+    socket.resume(); // a session paused for a slow client: Postgres checks for the cancel once it can send
+    if (owed === 0) idle();
   });
 }

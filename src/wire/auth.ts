@@ -27,6 +27,7 @@ import {
 } from '../protocol/index.js';
 import type { FrameQueue } from './frame-queue.js';
 import type { FailureThrottle } from '../shared/throttle.js';
+import { authFailed as authFailures } from '../observe/metrics.js';
 
 // Re-exported for the connection handler, which types its dependencies from this module.
 export type { FailureThrottle };
@@ -37,6 +38,8 @@ export interface AuthOptions {
   /** Server secret: derives a stable fake salt for unknown users, so they look like real ones. */
   secret: string;
   throttle: FailureThrottle;
+  /** The connection's id in the audit log. */
+  connId?: string;
 }
 
 export function authFailed(user: string): PgError {
@@ -124,9 +127,14 @@ export async function authenticateClient(
     const principal = opts.method === 'scram-sha-256' ? await scram(queue, write, user, opts) : await cleartext(queue, write, user, opts);
     write(buildAuthenticationOk());
     opts.throttle.succeeded(address);
+    opts.control.audit.record({ action: 'login', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null });
     return principal;
   } catch (err: unknown) {
-    if (err instanceof PgError && err.code === SqlState.InvalidPassword) await opts.throttle.failed(address);
+    if (err instanceof PgError && err.code === SqlState.InvalidPassword) opts.control.audit.record({ action: 'login_failed', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null });
+    if (err instanceof PgError && err.code === SqlState.InvalidPassword) {
+      authFailures.wire.value++;
+      await opts.throttle.failed(address);
+    }
     throw err;
   }
 }

@@ -4,17 +4,41 @@
  * with the upstream's key. Unknown or wrong keys are ignored, as Postgres does.
  *
  * A cancel arrives on a connection of its own, which may reach another process of the service
- * (several workers share the port): a key no client here holds is passed to the peers, and the
- * one holding it forwards it.
+ * (several workers share the port) or another instance behind the same load balancer. So every
+ * process id says which process gave it out: its high bits are the giver's *tag* (`TAG_BITS`
+ * bits, 1–1023, unique among the live processes on the cluster: see cancel-channel.ts),
+ * the low `SERIAL_BITS` bits count its clients. A cancel with this process's tag is answered
+ * here (or dropped); any other goes to the peers (the cancel channel), where only the process
+ * with that tag takes it, and only if the secret matches. Within one instance, workers are peers
+ * like any other: one path for all, no second route that could deliver a cancel twice.
  */
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import { cancelUpstream, type CancelTarget } from '../upstream/session.js';
+import { cancelRequests } from '../observe/metrics.js';
 
-/** The other processes of the service, which may hold the client a cancel is meant for. */
+/** Bits of a process id that name the process that gave it out. */
+export const TAG_BITS = 10;
+/** Bits of a process id that number the clients of one process: 2M ids, reused once free. */
+export const SERIAL_BITS = 21;
+/** Tags are 1..MAX_TAG (the sign bit stays clear: libpq and drivers read the id as a signed int). */
+export const MAX_TAG = 2 ** TAG_BITS - 1;
+const MAX_SERIAL = 2 ** SERIAL_BITS - 1;
+
+/** The tag of the process that gave out `processId`. */
+export function tagOf(processId: number): number {
+  return processId >>> SERIAL_BITS;
+}
+
+/** The other processes and instances of the service, which may hold the client a cancel is meant for. */
 export interface CancelPeers {
-  /** Passes on a cancel that matched no client of this process. */
+  /**
+   * This process's tag, unique among the live processes that share the peers. Read at each
+   * use: it may change once, before the first key is given out (see cancel-channel.ts).
+   */
+  readonly tag: number;
+  /** Passes on a cancel whose tag is not this process's. */
   forward(processId: number, secretKey: number): void;
-  /** Takes the cancels the peers pass on. */
+  /** Takes the cancels the peers pass on (for any tag: the registry keeps its own). */
   listen(handler: (processId: number, secretKey: number) => void): void;
 }
 
@@ -25,19 +49,32 @@ interface Target {
 
 export class CancelRegistry {
   private readonly targets = new Map<number, Target>();
-  private next = randomInt(1, 2 ** 30);
+  /** Without peers (a lone process), any tag will do. */
+  private readonly ownTag = randomInt(1, MAX_TAG + 1);
+  private serial = randomInt(1, MAX_SERIAL);
 
   constructor(private readonly peers?: CancelPeers) {
-    peers?.listen((processId, secretKey) => void this.cancelHere(processId, secretKey));
+    peers?.listen((processId, secretKey) => {
+      if (tagOf(processId) === this.tag) void this.cancelHere(processId, secretKey);
+    });
+  }
+
+  /** The tag of the process ids given out here. */
+  get tag(): number {
+    return this.peers?.tag ?? this.ownTag;
   }
 
   /** Registers a client; returns the key to send it. */
   register(upstream: Target['upstream']): { processId: number; secretKey: number } {
+    const tag = this.tag;
+    if (!Number.isInteger(tag) || tag < 1 || tag > MAX_TAG) throw new RangeError(`cancel tag ${tag} is outside 1..${MAX_TAG}`);
+    let processId: number;
     do {
-      this.next = this.next >= 2 ** 31 - 1 ? 1 : this.next + 1;
-    } while (this.targets.has(this.next));
-    const key = { processId: this.next, secretKey: randomInt(-(2 ** 31), 2 ** 31) };
-    this.targets.set(key.processId, { secret: key.secretKey, upstream });
+      this.serial = this.serial >= MAX_SERIAL ? 1 : this.serial + 1;
+      processId = tag * 2 ** SERIAL_BITS + this.serial;
+    } while (this.targets.has(processId));
+    const key = { processId, secretKey: randomInt(-(2 ** 31), 2 ** 31) };
+    this.targets.set(processId, { secret: key.secretKey, upstream });
     return key;
   }
 
@@ -45,14 +82,20 @@ export class CancelRegistry {
     this.targets.delete(processId);
   }
 
-  /** Forwards a cancel for (processId, secretKey) to its upstream, or to the peers when no client here has that key. */
+  /**
+   * Forwards a cancel for (processId, secretKey) to its upstream if it is this process's, or to
+   * the peers if another process gave out that id; resolves whether it was sent from here.
+   */
   cancel(processId: number, secretKey: number): Promise<boolean> {
-    // Process ids of different workers may coincide: only id and secret together say "here".
-    if (this.peers && !this.matches(processId, secretKey)) {
-      this.peers.forward(processId, secretKey);
-      return Promise.resolve(false);
+    const tag = tagOf(processId);
+    if (tag === 0 || tag > MAX_TAG) {
+      cancelRequests.unknown.value++;
+      return Promise.resolve(false); // no process gives out such ids: not worth passing on
     }
-    return this.cancelHere(processId, secretKey);
+    if (tag === this.tag) return this.cancelHere(processId, secretKey);
+    (this.peers ? cancelRequests.peer : cancelRequests.unknown).value++;
+    this.peers?.forward(processId, secretKey);
+    return Promise.resolve(false);
   }
 
   /** Whether a live client here has this key; the secret compared in constant time. */
@@ -68,6 +111,7 @@ export class CancelRegistry {
   /** Forwards a cancel if it matches a live client of this process; resolves when sent. */
   private cancelHere(processId: number, secretKey: number): Promise<boolean> {
     const up = this.matches(processId, secretKey) ? this.targets.get(processId)!.upstream() : undefined;
+    (up ? cancelRequests.forwarded : cancelRequests.unknown).value++;
     return up ? cancelUpstream(up) : Promise.resolve(false);
   }
 }

@@ -3,6 +3,7 @@
  * GSSENCRequest, CancelRequest, StartupMessage, authentication, the upstream session, and the
  * greeting (ParameterStatus, BackendKeyData, ReadyForQuery).
  */
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { ControlPlane } from '../control/control-plane.js';
@@ -28,6 +29,7 @@ import {
   type StartupMessage,
 } from '../protocol/index.js';
 import { FrameQueue } from './frame-queue.js';
+import { countError } from '../observe/metrics.js';
 import { Relay } from './relay.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { upstreamStartup } from './startup-params.js';
@@ -181,6 +183,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     }
     const user = startup.params.user;
     if (!user) throw fatal(SqlState.InvalidAuthorizationSpecification, 'no user name specified in the startup packet');
+    deps.control.assertReachable(); // 08006 while the upstream has not been reached since start-up
     const repoPath = repoOfDatabase(startup.params.database || user, deps.config.serviceDatabase, user);
     const upstreamParams = upstreamStartup(startup.params, repoPath);
     if (active() > deps.config.pgMaxConnections) throw fatal(SqlState.TooManyConnections, 'sorry, too many clients already');
@@ -188,11 +191,13 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       throw fatal(SqlState.InvalidAuthorizationSpecification, 'password authentication needs an encrypted connection', 'connect with sslmode=require');
     }
     const write = (b: Buffer) => void socket.write(b);
+    const auditOrigin = { frontEnd: 'wire' as const, source: raw.remoteAddress ?? null, requestId: randomBytes(6).toString('hex') }; // the connection id
     const principal = await authenticateClient(queue, write, user, raw.remoteAddress ?? '', {
       control: deps.control,
       method: deps.config.pgAuthMethod,
       secret: deps.secret,
       throttle: deps.throttle,
+      connId: auditOrigin.requestId,
     });
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
     await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
@@ -202,7 +207,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     const greeting = await deps.pool.greeting(principal.user, upstreamParams.params);
     clearTimeout(timer);
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
-    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log }, (used, clean) => {
+    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log, auditOrigin, responseTimeoutMs: deps.config.upstreamResponseTimeoutMs, sendTimeoutMs: deps.config.pgSendTimeoutMs }, (used, clean) => {
       deps.cancels.unregister(key.processId);
       if (used) deps.pool.release(principal.user, upstreamParams.params, used, clean);
     });
@@ -220,6 +225,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     clearTimeout(timer);
     if (isWithoutAnswer(err)) return void socket.destroy();
     const e = err instanceof PgError ? err : internalError();
+    countError('wire', 'proxy', e.code);
     if (!(err instanceof PgError)) log.error({ err }, 'wire start-up failed');
     if (!socket.destroyed) socket.end(buildErrorResponse(e, 'FATAL'));
   }

@@ -28,6 +28,7 @@ import {
   buildParse,
   buildQuery,
   buildReadyForQuery,
+  decodeErrorResponse,
   decodeParse,
   decodeQuery,
   type FrameReader,
@@ -36,7 +37,18 @@ import {
 } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { Run } from './run.js';
-import { cancelUpstream, noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
+import { cancelUpstream, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
+import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
+import { isDdlTag, type AuditEvent, type AuditOrigin } from '../control/audit.js';
+import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
+import type { UsageMeter } from '../control/usage.js';
+
+/**
+ * Bytes written to the client and not yet taken by it past which the upstream is paused
+ * (backpressure): what one slow client costs the proxy stays about this, whatever it asked for.
+ */
+const CLIENT_HIGH_WATER = 1 << 20;
+const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
 /** Stands in for the upstream before the session is attached; nothing is ever added to it. */
 const NO_UPSTREAM = new Run(undefined);
@@ -61,6 +73,8 @@ function standIn(error: PgError): string {
 
 interface Pending {
   changes: readonly SessionChange[];
+  /** The SQL sent (the batch's Parse texts for the extended protocol): the text of DDL in the audit log. */
+  sql?: string | undefined;
   failed: boolean;
   /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's. */
   refusal: Buffer | undefined;
@@ -72,6 +86,29 @@ export interface RelayDeps {
   policy: Policy;
   control: ControlPlane;
   log: Logger;
+  /** The connection as the audit log names it (address, connection id). */
+  auditOrigin?: AuditOrigin;
+  /** `upstreamResponseTimeoutMs`: an upstream owing an answer and silent this long is taken as dead (0 = never). */
+  responseTimeoutMs?: number;
+  /** `pgSendTimeoutMs`: a client that reads nothing of a pending answer this long is closed. */
+  sendTimeoutMs?: number;
+}
+
+/** Backend messages the usage meter looks at: statement ends, and what says rows are coming. */
+const METERED = new Uint8Array(256);
+for (const code of [BackendCode.CommandComplete, BackendCode.RowDescription, BackendCode.CopyOutResponse, BackendCode.NoData, BackendCode.ErrorResponse]) METERED[code] = 1;
+
+/** The row count at the end of a CommandComplete's tag (`SELECT 7`, `FETCH 2`, `COPY 10`). */
+function tagCount(frame: Buffer): number {
+  let n = 0;
+  let scale = 1;
+  for (let i = frame.length - 2; i > 5; i--) {
+    const c = frame[i]!;
+    if (c < 0x30 || c > 0x39) break;
+    n += (c - 0x30) * scale;
+    scale *= 10;
+  }
+  return n;
 }
 
 export class Relay {
@@ -92,8 +129,16 @@ export class Relay {
   private toUpstream: Run = NO_UPSTREAM;
   /** Resolves when every request sent upstream has been answered. */
   private onDrained: (() => void) | undefined;
+  /** Running while the upstream is paused for a client that does not read (see `holdUpstream`). */
+  private sendTimer: NodeJS.Timeout | undefined;
+  private unwatch: () => void = () => undefined;
   /** Set by `closeWhenIdle`: the FATAL to end the session with once no transaction is open. */
   private closing: PgError | undefined;
+  /** This connection's usage since the last write (see control/usage.ts). */
+  private readonly meter: UsageMeter;
+  /** A RowDescription or CopyOutResponse came: the next CommandComplete counts rows returned. */
+  private rowsFollow = false;
+  private batchSql: string | undefined;
 
   /**
    * @param acquire takes the upstream session, on the client's first message (so idle clients
@@ -110,6 +155,7 @@ export class Relay {
     private readonly onEnd: (upstream: UpstreamSession | undefined, clean: boolean) => void,
   ) {
     this.toClient = new Run(client);
+    this.meter = deps.control.usage.meter(principal.user);
   }
 
   /** Takes over the client socket; `early` are client frames that arrived during start-up. */
@@ -132,10 +178,16 @@ export class Relay {
     this.toUpstream = new Run(upstream.socket);
     upstream.socket.on('data', this.onUpstreamData);
     upstream.socket.on('close', this.onUpstreamClose);
+    this.unwatch = watchSilence(upstream.socket, this.deps.responseTimeoutMs ?? 0, () => this.queue.length > 0, this.onUpstreamSilent);
   }
 
   get transactionStatus(): TransactionStatus {
     return this.status;
+  }
+
+  /** Whether a request of the client is in flight (sent upstream, or being decided or handled). */
+  get busy(): boolean {
+    return this.queue.length > 0 || this.blocked;
   }
 
   /**
@@ -162,6 +214,8 @@ export class Relay {
   // ── client → upstream ───────────────────────────────────────────────────────────────
 
   private readonly onClientData = (chunk: Buffer): void => {
+    wireBytesIn.value += chunk.length;
+    this.meter.bytesIn += chunk.length;
     try {
       this.clientReader.push(chunk, this.onClientFrame);
       this.toUpstream.flush();
@@ -260,15 +314,17 @@ export class Relay {
   }
 
   private applyQuery(frame: Buffer, sql: string, d: Decision): void {
+    decisions.wire[d.kind].value++;
     switch (d.kind) {
       case 'allow':
         this.toUpstream.add(frame);
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
       case 'rewrite':
         this.toUpstream.write(buildQuery(d.sql));
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
       case 'deny':
-        return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt));
+        this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
+        return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy');
       case 'handled':
         return this.block(this.handle(d));
     }
@@ -284,10 +340,12 @@ export class Relay {
     try {
       if (action.kind === 'create_repo') await this.deps.control.createRepo(ref);
       else await this.deps.control.deleteRepo(ref);
+      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}` });
     } catch (err: unknown) {
       const skip = err instanceof PgError && ((action.kind === 'create_repo' && action.ifNotExists && err.code === SqlState.DuplicateSchema) || (action.kind === 'drop_repo' && action.ifExists && err.code === SqlState.InvalidSchemaName));
       if (!skip) throw err;
     }
+    this.meter.statements++;
     this.respond([buildCommandComplete(d.commandTag)]);
   }
 
@@ -305,6 +363,8 @@ export class Relay {
   }
 
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
+    decisions.wire[d.kind].value++;
+    if ((this.batchSql?.length ?? 0) < AUDIT_SQL_MAX_CHARS) this.batchSql = this.batchSql === undefined ? parse.sql : `${this.batchSql}\n${parse.sql}`;
     switch (d.kind) {
       case 'allow':
         this.batchForwarded = true;
@@ -315,7 +375,8 @@ export class Relay {
         if (d.changes.length) (this.batchChanges ??= []).push(...d.changes);
         return this.toUpstream.write(buildParse(parse.name, d.sql, parse.paramTypes));
       case 'deny':
-        return this.denyBatch(d.error, parse.name);
+        this.audit({ action: 'statement_denied', sql: parse.sql, sqlstate: d.error.code });
+        return this.denyBatch(d.error, parse.name, 'policy');
       case 'handled':
         return this.denyBatch(
           new PgError(SqlState.FeatureNotSupported, `${d.commandTag} of a repo needs the simple query protocol`, {
@@ -331,7 +392,8 @@ export class Relay {
    * When the batch may run in a transaction (one is open, or statements of the batch or before it
    * went upstream), the stand-in Parse, under the client's statement name, fails it upstream.
    */
-  private denyBatch(error: PgError, name = ''): void {
+  private denyBatch(error: PgError, name = '', origin: ErrorOrigin = 'proxy'): void {
+    countError('wire', origin, error.code);
     this.discarding = true;
     const frame = buildErrorResponse(error);
     if (!this.batchForwarded && this.queue.length === 0 && this.status === 'I') {
@@ -348,8 +410,9 @@ export class Relay {
       this.respond([]); // refused at once, nothing went upstream
     } else {
       this.toUpstream.add(frame);
-      this.expectUpstream({ changes: this.discarding ? NO_CHANGES : (this.batchChanges ?? NO_CHANGES), failed: false, refusal: this.batchRefusal });
+      this.expectUpstream({ changes: this.discarding ? NO_CHANGES : (this.batchChanges ?? NO_CHANGES), failed: false, refusal: this.batchRefusal, sql: this.batchSql });
     }
+    this.batchSql = undefined;
     this.discarding = false;
     this.batchRefusal = undefined;
     this.batchForwarded = false;
@@ -365,7 +428,8 @@ export class Relay {
    * flight the error is answered at once; otherwise the upstream runs `ahead` (the statements of
    * the string Postgres would run before the refused one) and a stand-in that fails in its place.
    */
-  private refuse(error: PgError, ahead = ''): void {
+  private refuse(error: PgError, ahead = '', origin: ErrorOrigin = 'proxy'): void {
+    countError('wire', origin, error.code);
     const frame = buildErrorResponse(error);
     if ((ahead === '' && this.queue.length === 0 && this.status === 'I') || !this.upstream) return this.respond([frame]);
     this.toUpstream.write(buildQuery(ahead + standIn(error)));
@@ -393,15 +457,57 @@ export class Relay {
   // ── upstream → client ───────────────────────────────────────────────────────────────
 
   private readonly onUpstreamData = (chunk: Buffer): void => {
+    wireBytesOut.value += chunk.length;
+    this.meter.bytesOut += chunk.length;
     try {
       this.upstream!.reader.push(chunk, this.onUpstreamFrame);
       this.toClient.flush();
+      if (this.client.writableLength > CLIENT_HIGH_WATER) this.holdUpstream();
     } catch (err: unknown) {
       this.fatal(err);
     }
   };
 
+  /**
+   * Backpressure: the client reads slower than the upstream answers. The upstream socket is
+   * paused — Postgres then blocks on its send, and memory here stays bounded — until the client
+   * has taken what was written. A client that takes nothing for `sendTimeoutMs` is closed; its
+   * upstream session is settled (statement cancelled, transaction rolled back) and reused.
+   */
+  private holdUpstream(): void {
+    if (this.sendTimer || !this.upstream) return;
+    const socket = this.upstream.socket;
+    const ms = this.deps.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
+    socket.pause();
+    let left = this.client.writableLength;
+    const check = () => {
+      if (this.finished) return;
+      if (this.client.writableLength < left) {
+        left = this.client.writableLength; // slow, but reading
+        this.sendTimer = setTimeout(check, ms);
+        return;
+      }
+      this.deps.log.info({ pending: left, ms }, 'wire client read nothing of its answer within the send timeout: closed');
+      this.client.destroy();
+      this.end(true);
+    };
+    this.sendTimer = setTimeout(check, ms);
+    this.client.once('drain', () => {
+      clearTimeout(this.sendTimer);
+      this.sendTimer = undefined;
+      if (!this.finished) socket.resume();
+    });
+  }
+
+  /** The upstream owes an answer and passed nothing for `responseTimeoutMs`: a network that stopped answering. */
+  private readonly onUpstreamSilent = (): void => {
+    const ms = this.deps.responseTimeoutMs;
+    this.deps.log.warn({ ms }, 'upstream session silent past the response timeout: closed');
+    this.terminate(new PgError(SqlState.ConnectionFailure, `the upstream connection did not answer within ${ms} ms`, { hint: 'Postgres or the network to it stopped answering; reconnect (other sessions are not affected)' }));
+  };
+
   private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
+    if (METERED[code] === 1) this.meterFrame(code, frame);
     if (code === BackendCode.ReadyForQuery) return this.onReady(frame);
     if (code === BackendCode.ParameterStatus) noteParameterStatus(this.upstream!, frame);
     if (code === BackendCode.ErrorResponse) {
@@ -414,6 +520,7 @@ export class Relay {
           return;
         }
       }
+      countError('wire', 'upstream', decodeErrorResponse(frame).code);
       if (frame.includes('SFATAL')) this.upstreamFatal = true;
     }
     this.toClient.add(frame);
@@ -436,6 +543,30 @@ export class Relay {
       drained();
     }
     if (this.closing) this.closeIfIdle();
+  }
+
+  /** Usage and the DDL audit from the upstream's answers: a CommandComplete's tag says how many rows a SELECT or FETCH returned and what ran. */
+  private meterFrame(code: number, frame: Buffer): void {
+    if (code !== BackendCode.CommandComplete) {
+      this.rowsFollow = code === BackendCode.RowDescription || code === BackendCode.CopyOutResponse;
+      return;
+    }
+    this.meter.statements++;
+    if (this.rowsFollow) this.meter.rowsReturned += tagCount(frame);
+    this.rowsFollow = false;
+    // The hot tags (SELECT, INSERT, UPDATE, FETCH) are told apart by their first bytes, undecoded.
+    const first = frame[5];
+    if (first === 0x49 || first === 0x55 || first === 0x46 || (first === 0x53 && frame[7] === 0x4c)) return;
+    const tag = frame.toString('latin1', 5, frame.length - 1);
+    if (!isDdlTag(tag)) return;
+    const head = this.queue[0];
+    this.audit({ action: 'ddl', target: tag.replace(/ \d+$/, ''), sql: head?.kind === 'upstream' ? head.p.sql : undefined });
+  }
+
+  /** An audit row of this connection's user. */
+  private audit(event: Omit<AuditEvent, 'user' | keyof AuditOrigin>): void {
+    const origin = this.deps.auditOrigin ?? { frontEnd: 'wire' as const, source: null, requestId: null };
+    this.deps.control.audit.record({ ...origin, user: this.principal.user, ...event });
   }
 
   private apply(changes: readonly SessionChange[]): void {
@@ -461,6 +592,7 @@ export class Relay {
 
   private fatal(err: unknown): void {
     const e = this.toClientError(err);
+    countError('wire', 'proxy', e.code);
     if (!this.client.destroyed) this.client.end(buildErrorResponse(e, 'FATAL'));
     this.end(false);
   }
@@ -469,6 +601,7 @@ export class Relay {
 
   private readonly onUpstreamClose = (): void => {
     if (!this.upstreamFatal && !this.client.destroyed) {
+      countError('wire', 'upstream', SqlState.ConnectionFailure);
       this.toClient.flush();
       this.client.write(buildErrorResponse(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost', { hint: 'reconnect; other sessions are not affected' }), 'FATAL'));
     }
@@ -485,6 +618,7 @@ export class Relay {
   private end(clientLeft: boolean): void {
     if (this.finished) return;
     this.finished = true;
+    this.meter.close();
     this.toClient.flush();
     this.client.off('data', this.onClientData);
     this.backlog.length = 0;
@@ -492,7 +626,15 @@ export class Relay {
     upstream?.socket.off('data', this.onUpstreamData);
     upstream?.socket.off('close', this.onUpstreamClose);
     if (!this.client.destroyed) this.client.end();
+    clearTimeout(this.sendTimer);
+    this.unwatch();
     const alive = upstream !== undefined && !upstream.socket.destroyed;
+    if (clientLeft && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
+      // Left with work in flight: the session is brought back to idle and reused (closed if a transaction is open).
+      const owed = this.queue.reduce((n, e) => n + (e.kind === 'upstream' ? 1 : 0), 0);
+      void settle(upstream, owed, this.batchForwarded).then((ok) => this.onEnd(upstream, ok));
+      return;
+    }
     if (alive && this.queue.length > 0) void cancelUpstream(upstream);
     const clean = clientLeft && alive && this.queue.length === 0 && !this.blocked && this.status === 'I';
     this.onEnd(upstream, clean);

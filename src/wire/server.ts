@@ -15,6 +15,7 @@ import { serveConnection } from './connection.js';
 import { sessionPoolFor } from '../upstream/session-pool.js';
 import type { Relay } from './relay.js';
 import { loadTls } from './tls.js';
+import { watchWireClients, type WireClientStates } from '../observe/metrics.js';
 
 /** How long terminated clients get to read their FATAL before `close` cuts what is left. */
 const FAREWELL_MS = 1_000;
@@ -35,13 +36,25 @@ function adminShutdown(): PgError {
   return new PgError(SqlState.AdminShutdown, 'terminating connection due to administrator command', { severity: 'FATAL' });
 }
 
+/** Clients by state, for the metrics: those without a relay are still in start-up. */
+function clientStates(connected: number, relays: Iterable<Relay>): WireClientStates {
+  const s: WireClientStates = { starting: connected, idle: 0, active: 0, idle_in_transaction: 0 };
+  for (const relay of relays) {
+    s.starting--;
+    if (relay.busy) s.active++;
+    else if (relay.transactionStatus === 'I') s.idle++;
+    else s.idle_in_transaction++;
+  }
+  return s;
+}
+
 export interface WireServerDeps {
   config: Config;
   cluster: Cluster;
   control: ControlPlane;
   policy: Policy;
   log: Logger;
-  /** The service's other processes, for cancels that reach the wrong one. */
+  /** The service's other processes and instances, for cancels that reach the wrong one (cancel-channel.ts). */
   cancelPeers?: CancelPeers;
 }
 
@@ -53,6 +66,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     idleMs: config.upstreamIdleMs,
     reset: 'eager',
     waitMs: config.pgStartupTimeoutMs,
+    metricsName: 'wire',
     log,
   });
 
@@ -87,6 +101,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     });
     void serveConnection(socket, connDeps, () => sockets.size);
   });
+  const unwatch = watchWireClients(() => clientStates(sockets.size, relays.values()));
   let closed: Promise<void> | undefined;
   const stopListening = () => (closed ??= new Promise<void>((resolve) => server.close(() => resolve())));
   /** Resolves when every client is gone, or after `ms`. */
@@ -124,6 +139,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
       await gone(FAREWELL_MS);
     },
     close: async () => {
+      unwatch();
       const listening = stopListening();
       for (const s of sockets) s.destroy();
       await listening;

@@ -16,15 +16,19 @@ export type PlainError = ReturnType<PgError['toJSON']>;
 export type QueryCancelAsk = { kind: 'query-cancel'; ref: number; user: string; id: string };
 export type QueryCancelAnswer = { kind: 'query-cancel-result'; ref: number; found: boolean };
 
+/** A scrape of `/metrics` on a worker: it asks the primary for the sum over all workers (`ref` pairs ask and answer). */
+export type MetricsAsk = { kind: 'metrics'; ref: number };
+export type MetricsAnswer = { kind: 'metrics-result'; ref: number; text?: string; error?: string };
+
 export type WorkerMessage =
   | { kind: 'ready'; httpUrl: string; pgPort: number }
+  | MetricsAsk
   | { kind: 'failed'; error: PlainError }
-  | { kind: 'cancel'; processId: number; secretKey: number }
   | QueryCancelAsk
   | QueryCancelAnswer;
 
 /** `stop`: drain (config `drainTimeoutMs`), then stop; a worker whose primary is gone stops at once. */
-export type PrimaryMessage = { kind: 'cancel'; processId: number; secretKey: number } | { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer;
+export type PrimaryMessage = { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer | MetricsAnswer;
 
 export function isMessage<T extends { kind: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { kind?: unknown }).kind === 'string';

@@ -2,8 +2,9 @@
  * The primary of a service run as several processes (`workers` > 1). It owns what must exist
  * once: the embedded Postgres, the control plane's migrations, the generated TLS certificate.
  * Then it forks the workers, each a whole service (REST and wire) on the shared listening
- * sockets — node:cluster hands accepted connections to them in turn — and stays to pass cancel
- * requests (wire and REST) between them, replace a worker that dies, and stop them all before Postgres.
+ * sockets — node:cluster hands accepted connections to them in turn — and stays to pass REST
+ * query cancels between them (wire cancels go through the cluster: src/wire/cancel-channel.ts),
+ * replace a worker that dies, and stop them all before Postgres.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { ControlPlane } from '../control/control-plane.js';
@@ -12,6 +13,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { openCluster } from '../upstream/cluster.js';
 import { loadTls } from '../wire/tls.js';
+import { workersMetrics } from '../observe/cluster-metrics.js';
 import { isMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 import { QueryCancelBroker } from './query-cancels.js';
 
@@ -45,9 +47,10 @@ async function stopWorker(worker: Worker, drainMs: number): Promise<void> {
 
 /** Starts the shared parts and `count` workers; resolves once every worker serves. */
 export async function startPrimary(config: Config, log: Logger, count: number): Promise<RunningService> {
-  const upstream = await openCluster(config, log);
+  const upstream = await openCluster(config, log, { check: !config.upstreamUrl });
   try {
-    await (await ControlPlane.open(upstream, log, { listen: false })).close();
+    // An external upstream down at start-up: the workers start anyway, each waiting for it (and migrating under a lock) by itself.
+    await (await ControlPlane.openWhenReachable(upstream, log, { listen: false })).close();
     await loadTls(config);
   } catch (err: unknown) {
     await upstream.close();
@@ -73,10 +76,9 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
       if (!isMessage<WorkerMessage>(m)) return;
       if (m.kind === 'ready') onReady(m);
       else if (m.kind === 'failed') onFailed(new PgError(m.error.code, m.error.message, { hint: m.error.hint, detail: m.error.detail }));
-      else if (m.kind === 'cancel') {
-        for (const other of workers) if (other !== worker) send(other, m);
-      } else if (m.kind === 'query-cancel') queryCancels.ask(worker, m, [...workers].filter((other) => other !== worker && other.isConnected()));
+      else if (m.kind === 'query-cancel') queryCancels.ask(worker, m, [...workers].filter((other) => other !== worker && other.isConnected()));
       else if (m.kind === 'query-cancel-result') queryCancels.answer(m);
+      else if (m.kind === 'metrics') workersMetrics().then((text) => send(worker, { kind: 'metrics-result', ref: m.ref, text }), (err: unknown) => send(worker, { kind: 'metrics-result', ref: m.ref, error: String(err) }));
     });
     worker.on('exit', (code, signal) => {
       workers.delete(worker);

@@ -1,28 +1,27 @@
 /**
  * One worker of a service run as several processes: the whole service on the ports the primary
  * shares, with its share of the limits. It reports ready (or why it could not start) to the
- * primary, passes cancels it cannot place (wire CancelRequests, REST query cancels), and stops
+ * primary, passes REST query cancels it cannot place (wire CancelRequests go through the
+ * cluster: src/wire/cancel-channel.ts), and stops
  * when the primary says so or is gone.
  */
 import { startService } from '../main.js';
 import type { Config } from '../shared/config.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { CancelPeers } from '../wire/cancel.js';
 import { isMessage, workerCount, workerShare, type PrimaryMessage, type WorkerMessage } from './messages.js';
 import { workerQueryCancelPeers } from './query-cancels.js';
+import { metricsFromPrimary } from '../observe/cluster-metrics.js';
 
 function send(message: WorkerMessage): Promise<void> {
   return new Promise((resolve) => (process.connected ? process.send!(message, undefined, {}, () => resolve()) : resolve()));
 }
 
-const peers: CancelPeers = {
-  forward: (processId, secretKey) => void send({ kind: 'cancel', processId, secretKey }),
-  listen: (handler) =>
-    process.on('message', (m: unknown) => {
-      if (isMessage<PrimaryMessage>(m) && m.kind === 'cancel') handler(m.processId, m.secretKey);
-    }),
-};
+/** `/metrics` on this worker answers the sum over all workers, which the primary collects. */
+const metrics = metricsFromPrimary((ref) => void send({ kind: 'metrics', ref }));
+process.on('message', (m: unknown) => {
+  if (isMessage<PrimaryMessage>(m) && m.kind === 'metrics-result') metrics.answer(m.ref, m.text, m.error);
+});
 
 /** Runs until the primary says stop (or disappears); resolves to the exit code. */
 export async function runWorker(config: Config, log: Logger): Promise<number> {
@@ -42,7 +41,7 @@ export async function runWorker(config: Config, log: Logger): Promise<number> {
   let service;
   try {
     const queryCancelPeers = workerQueryCancelPeers((m) => void send(m));
-    service = await startService(workerShare(config, workerCount(config)), log, { cancelPeers: peers, queryCancelPeers });
+    service = await startService(workerShare(config, workerCount(config)), log, { queryCancelPeers, metrics: metrics.source });
   } catch (err: unknown) {
     const e = err instanceof PgError ? err : new PgError(SqlState.InternalError, err instanceof Error ? err.message : String(err));
     await send({ kind: 'failed', error: e.toJSON() });

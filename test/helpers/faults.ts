@@ -12,6 +12,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/shared/config.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { startEmbedded, type EmbeddedCluster } from '../../src/upstream/embedded.js';
+import { readOrCreateSecretFile } from '../../src/upstream/secret-file.js';
 import { freePort } from './ports.js';
 import { startTestServiceWith, type TestService } from './service.js';
 
@@ -45,10 +46,18 @@ export class PrivateCluster {
     this.running = undefined;
   }
 
-  /** Superuser URL of `database` (only known once started: the password is made at initialisation). */
+  /** The superuser password, chosen before the first start by `preparePassword` (the embedded start reads the same file). */
+  private password: string | undefined;
+
+  /** Lets `adminUrl` answer before the first start: for a service started while nothing listens yet. */
+  async preparePassword(): Promise<void> {
+    this.password = await readOrCreateSecretFile(join(this.dataDir, 'pg-superuser-password'));
+  }
+
+  /** Superuser URL of `database` (known once started, or after `preparePassword`). */
   adminUrl(database = 'postgres'): string {
-    if (!this.running) throw new Error('the private cluster has never been started');
-    const url = new URL(this.running.adminUrl);
+    if (!this.running && !this.password) throw new Error('the private cluster has never been started');
+    const url = new URL(this.running?.adminUrl ?? `postgresql://postgres:${encodeURIComponent(this.password!)}@127.0.0.1:${this.port}/`);
     url.pathname = `/${database}`;
     return url.toString();
   }

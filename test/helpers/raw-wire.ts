@@ -32,8 +32,29 @@ export class RawClient {
   private readies = 0;
   private waiter: { count: number; resolve: () => void } | undefined;
 
+  private quiet: { ms: number; timer?: NodeJS.Timeout; resolve: () => void } | undefined;
+  /** While `sendBytes` waits: a close ends the wait (`send` keeps waiting, and times out). */
+  private onClose: (() => void) | undefined;
+  private closed = false;
+
   private constructor(private readonly session: UpstreamSession) {
-    session.socket.on('data', (chunk: Buffer) => session.reader.push(chunk, (code, frame) => this.onFrame(code, frame)));
+    session.socket.on('data', (chunk: Buffer) => {
+      session.reader.push(chunk, (code, frame) => this.onFrame(code, frame));
+      this.restartQuiet();
+    });
+    session.socket.on('error', () => undefined);
+    session.socket.on('close', () => {
+      this.closed = true;
+      this.answers.push('closed');
+      this.onClose?.();
+      this.quiet?.resolve();
+    });
+  }
+
+  private restartQuiet(): void {
+    if (!this.quiet) return;
+    clearTimeout(this.quiet.timer);
+    this.quiet.timer = setTimeout(this.quiet.resolve, this.quiet.ms);
   }
 
   static async connect(target: UpstreamTarget, params: Record<string, string> = {}): Promise<RawClient> {
@@ -89,6 +110,53 @@ export class RawClient {
     await done;
     this.waiter = undefined;
     return this.answers;
+  }
+
+  /**
+   * Sends `bytes` as they are, well-formed or not, in one write, and returns the answers until
+   * `readies` ReadyForQuery messages have come, or the server closed the connection (the last
+   * answer is then `closed`). A late extra message is caught too: after the last ReadyForQuery a
+   * Sync goes out as a marker, and everything before its ReadyForQuery (left out) is returned.
+   * With `readies` 0, the answers are those until the connection closes or is quiet for `quietMs`.
+   */
+  async sendBytes(bytes: Buffer, readies: number, quietMs = 150): Promise<Answer[]> {
+    this.answers = [];
+    if (this.closed) return ['closed'];
+    const wait = (count: number) =>
+      new Promise<void>((resolve, reject) => {
+        this.readies = 0;
+        const timer = setTimeout(() => reject(new Error(`no ReadyForQuery after ${this.answers.join(', ')}`)), 10_000);
+        const done = () => {
+          clearTimeout(timer);
+          this.waiter = undefined;
+          this.onClose = undefined;
+          resolve();
+        };
+        this.waiter = { count, resolve: done };
+        this.onClose = done;
+      });
+    if (readies > 0) {
+      const answered = wait(readies);
+      this.session.socket.write(bytes);
+      await answered;
+      if (!this.closed) {
+        const marked = wait(1);
+        this.session.socket.write(buildSync());
+        await marked;
+        if (!this.closed) this.answers.pop();
+      }
+    } else {
+      this.session.socket.write(bytes);
+      if (!this.closed) {
+        await new Promise<void>((resolve) => {
+          this.quiet = { ms: quietMs, resolve };
+          this.restartQuiet();
+        });
+        clearTimeout(this.quiet?.timer);
+        this.quiet = undefined;
+      }
+    }
+    return [...this.answers];
   }
 
   /** Sends `frames` and closes the connection without waiting for any answer. */

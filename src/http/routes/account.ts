@@ -14,6 +14,8 @@ import type { Config } from '../../shared/config.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import type { FailureThrottle } from '../../shared/throttle.js';
 import { principalOf } from '../auth.js';
+import { audit } from '../metering.js';
+import { authFailed } from '../../observe/metrics.js';
 import { assertSameOrigin } from '../csrf.js';
 import { Credentials, SessionInfo } from '../schemas.js';
 import { clearSessionCookie, sessionCookie, setSessionCookie } from '../session-cookie.js';
@@ -59,6 +61,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
       assertSameOrigin(req, secure);
       if (config.signup === 'closed') throw signupClosed();
       const session = await control.signUp(req.body.username, req.body.password);
+      audit(control, req, { action: 'signup', user: session.user, frontEnd: 'console' });
       return startSession(req, reply, session, 201);
     },
   );
@@ -83,10 +86,15 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
       try {
         session = await control.logIn(username, password);
       } catch (err: unknown) {
-        if (err instanceof PgError && err.code === SqlState.InvalidPassword) await Promise.all(keys.map((k) => throttle.failed(k)));
+        if (err instanceof PgError && err.code === SqlState.InvalidPassword) {
+          audit(control, req, { action: 'login_failed', user: username, frontEnd: 'console' });
+          authFailed.console.value++;
+          await Promise.all(keys.map((k) => throttle.failed(k)));
+        }
         throw err;
       }
       for (const k of keys) throttle.succeeded(k);
+      audit(control, req, { action: 'login', user: username, frontEnd: 'console' });
       return startSession(req, reply, session, 200);
     },
   );

@@ -19,6 +19,7 @@ import type { Config } from '../../shared/config.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import type { RolePools } from '../../upstream/role-pools.js';
 import { principalOf } from '../auth.js';
+import { countUpload } from '../../observe/metrics.js';
 import { errorObject, publicError } from '../errors.js';
 
 export interface ImportDeps {
@@ -216,6 +217,8 @@ export const importRoutes: FastifyPluginAsyncTypebox<ImportDeps> = async (app, {
         received();
         // A failed import may leave the session mid-COPY: close it rather than reuse it.
         pools.release(client, failure === undefined ? undefined : new Error('import failed'));
+        countUpload(progress, failure === undefined);
+        control.usage.add(user, { uploadBytes: progress.bytes });
       }
     })();
     if (!(opts.async ?? length > config.importAsyncBytes)) return jobJson((await work)!);

@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
 import type { Decision, HandledAction, Policy, Session } from '../../policy/index.js';
@@ -18,6 +18,9 @@ import type { TypeCatalog } from '../../upstream/query-types.js';
 import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
 import type { SessionPool } from '../../upstream/session-pool.js';
 import { principalOf } from '../auth.js';
+import { isDdlTag } from '../../control/audit.js';
+import { audit } from '../metering.js';
+import { countError, decisions, tagOrigin } from '../../observe/metrics.js';
 import { publicError } from '../errors.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
 import type { RunningQueries } from '../running-queries.js';
@@ -51,20 +54,20 @@ function oneStatement(count: number): void {
   });
 }
 
-/** CREATE SCHEMA / DROP SCHEMA of the caller's own repo, done by the control plane as Postgres would answer it. */
-async function perform(control: ControlPlane, principal: Principal, action: HandledAction): Promise<void> {
+/** CREATE SCHEMA / DROP SCHEMA of the caller's own repo, done by the control plane as Postgres would answer it; whether it changed anything. */
+async function perform(control: ControlPlane, principal: Principal, action: HandledAction): Promise<boolean> {
   const ref = { owner: action.owner, repo: action.repo };
   const name = `${action.owner}/${action.repo}`;
   if (action.owner !== principal.user) throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${name}"`);
   const exists = (await control.getRepo(ref)) !== undefined;
   switch (action.kind) {
     case 'create_repo':
-      if (exists && action.ifNotExists) return;
+      if (exists && action.ifNotExists) return false;
       await control.createRepo(ref, { isPrivate: true });
-      return;
+      return true;
     case 'drop_repo':
       if (!exists) {
-        if (action.ifExists) return;
+        if (action.ifExists) return false;
         throw new PgError(SqlState.InvalidSchemaName, `schema "${name}" does not exist`);
       }
       if (!action.cascade && (await schemaHasObjects(control.admin, name))) {
@@ -73,23 +76,28 @@ async function perform(control: ControlPlane, principal: Principal, action: Hand
         });
       }
       await control.deleteRepo(ref);
-      return;
+      return true;
     default:
       return assertNever(action);
   }
 }
 
 /** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
-async function decide(deps: QueryDeps, principal: Principal, sql: string): Promise<{ sql: string } | { done: string }> {
+async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<{ sql: string } | { done: string }> {
   // Cached rights and a cached decision are used as they are, without a wait.
   const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
   const decided = deps.policy.decide(sql, rights, SESSION);
   const decision: Decision = decided instanceof Promise ? await decided : decided;
+  decisions.rest[decision.kind].value++;
   switch (decision.kind) {
     case 'deny':
-      throw decision.error;
+      audit(deps.control, req, { action: 'statement_denied', sql, sqlstate: decision.error.code });
+      throw tagOrigin(decision.error, 'policy');
     case 'handled':
-      await perform(deps.control, principal, decision.action);
+      if (await perform(deps.control, principal, decision.action)) {
+        audit(deps.control, req, { action: decision.action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${decision.action.owner}/${decision.action.repo}`, sql });
+      }
+      deps.control.usage.add(principal.user, { statements: 1 });
       return { done: decision.commandTag };
     case 'allow':
       oneStatement(decision.statements);
@@ -100,6 +108,12 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string): Promi
     default:
       return assertNever(decision);
   }
+}
+
+/** Usage of a statement that ran (the rows of its answer), and its audit row if it was DDL. */
+function ran(deps: QueryDeps, req: FastifyRequest, principal: Principal, sql: string, command: string | null, rows: number): void {
+  deps.control.usage.add(principal.user, { statements: 1, rowsReturned: rows });
+  if (command !== null && isDdlTag(command)) audit(deps.control, req, { action: 'ddl', target: command, sql });
 }
 
 /**
@@ -121,7 +135,7 @@ async function stream(
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), signal);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
-    throw (err instanceof PgError && (await deps.control.explainError(err, sql))) || err;
+    throw tagOrigin((err instanceof PgError && (await deps.control.explainError(err, sql))) || err, 'upstream');
   }
   const { statement } = started;
   const writer = createWriter(format, queryString, started.columns);
@@ -130,6 +144,7 @@ async function stream(
     // the session back in the pool before the answer leaves. (CSV streams always: its truncation
     // flag is a trailer, which only a chunked answer has.)
     deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
+    ran(deps, reply.request, principal, queryString, statement.outcome.command, started.firstRows.length);
     return writer.head() + writer.rows(started.firstRows) + writer.end({ ...statement.outcome, truncated: false });
   }
   let truncated = false;
@@ -162,9 +177,12 @@ async function stream(
       }
       if (truncated) await statement.cancel();
       const outcome = truncated ? { command: null, rowCount: sent } : statement.outcome;
+      ran(deps, reply.request, principal, queryString, outcome.command, sent);
       yield writer.end({ ...outcome, truncated });
     } catch (err: unknown) {
-      const closing = writer.failed(publicError(err, reply.request).error);
+      const shown = publicError(err, reply.request).error;
+      countError('rest', 'upstream', shown.code);
+      const closing = writer.failed(shown);
       if (closing === undefined) throw err;
       yield closing;
     } finally {
@@ -218,7 +236,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       const queryString = req.body.query_string;
       const format = negotiateFormat(req.headers.accept);
       const signal = requestSignal(deps, principal, req.headers['x-query-id'], reply);
-      const next = await decide(deps, principal, queryString);
+      const next = await decide(deps, principal, queryString, req);
       // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
       const raw: FastifyReply = reply;
       raw.type(CONTENT_TYPES[format]);

@@ -10,6 +10,7 @@ import { schemaName } from '../../control/names.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { listTables, type TableInfo } from '../../upstream/query-catalog.js';
 import { principalOf } from '../auth.js';
+import { audit } from '../metering.js';
 import {
   CollaboratorList,
   CollaboratorParams,
@@ -87,6 +88,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
       { owner, repo: req.body.name.slice(slash + 1) },
       { isPrivate: req.body.is_private ?? true, description: req.body.description ?? '' },
     );
+    audit(control, req, { action: 'repo_create', target: info.name, detail: info.isPrivate ? 'private' : 'public' });
     return reply.code(201).send(repoJson(info, 'own'));
   });
 
@@ -104,8 +106,9 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     '/repos/:owner/:repo/',
     { schema: { summary: 'change visibility or description (owner only)', tags: ['repos'], params: RepoParams, body: UpdateRepo, response: { 200: Repo } } },
     async (req) => {
-      await owned(control, principalOf(req).user, req.params);
+      const before = await owned(control, principalOf(req).user, req.params);
       const info = await control.updateRepo(req.params, { isPrivate: req.body.is_private, description: req.body.description });
+      if (info.isPrivate !== before.isPrivate) audit(control, req, { action: 'repo_visibility', target: info.name, detail: info.isPrivate ? 'private' : 'public' });
       return repoJson(info, 'own');
     },
   );
@@ -113,6 +116,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
   app.delete('/repos/:owner/:repo/', { schema: { summary: 'delete a repo with its tables (owner only)', tags: ['repos'], params: RepoParams } }, async (req, reply) => {
     await owned(control, principalOf(req).user, req.params);
     await control.deleteRepo(req.params);
+    audit(control, req, { action: 'repo_delete', target: schemaName(req.params) });
     return reply.code(204).send();
   });
 
@@ -134,6 +138,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
       const ref = { owner: req.params.owner, repo: req.params.repo };
       await owned(control, principalOf(req).user, ref);
       await control.setCollaborator(ref, req.params.user, req.body.permission);
+      audit(control, req, { action: 'share_set', target: schemaName(ref), detail: `${req.params.user}:${req.body.permission}` });
       return { user: req.params.user, permission: req.body.permission };
     },
   );
@@ -145,6 +150,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
       const ref = { owner: req.params.owner, repo: req.params.repo };
       await owned(control, principalOf(req).user, ref);
       await control.removeCollaborator(ref, req.params.user);
+      audit(control, req, { action: 'share_remove', target: schemaName(ref), detail: req.params.user });
       return reply.code(204).send();
     },
   );

@@ -2,7 +2,7 @@
 // CTE shadowing, statement splitting around comments and dollar quotes, parameters.
 import { describe } from 'vitest';
 import type { Session } from '../../../src/policy/index.js';
-import { allow, deny, denied, table, unsupported } from './expect.js';
+import { allow, deny, denied, rewrite, table, unsupported } from './expect.js';
 
 const path = (...searchPath: string[]): Session => ({ searchPath });
 const postgresDefault = path('$user', 'public');
@@ -47,14 +47,15 @@ describe('unqualified names through search_path', () => {
     ['SELECT * FROM t', denied('public'), postgresDefault],
     ['CREATE TABLE t (a int)', denied('public'), postgresDefault],
     ['CREATE TEMP TABLE t (a int)', allow, postgresDefault],
-    ['SELECT * FROM pg_class', allow, postgresDefault],
-    ['SELECT * FROM pg_tables WHERE schemaname = \'alice/sales\'', allow, postgresDefault],
-    ['SELECT * FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid', allow],
+    ['SELECT * FROM pg_class', rewrite('SELECT * FROM repobase_catalog.pg_class'), postgresDefault],
+    ['SELECT * FROM pg_tables WHERE schemaname = \'alice/sales\'', rewrite('SELECT * FROM repobase_catalog.pg_tables WHERE schemaname = \'alice/sales\''), postgresDefault],
+    ['SELECT * FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid', rewrite('SELECT * FROM repobase_catalog.pg_namespace n JOIN repobase_catalog.pg_class c ON c.relnamespace = n.oid')],
     ['INSERT INTO pg_class VALUES (1)', denied('pg_catalog'), postgresDefault],
-    ['SELECT * FROM information_schema.tables', allow, postgresDefault],
+    ['SELECT * FROM information_schema.tables', rewrite('SELECT * FROM repobase_information_schema.tables'), postgresDefault],
     ['SELECT * FROM tables', denied('public'), postgresDefault],
-    ['SELECT * FROM tables', allow, path('alice/sales', 'information_schema')],
-    ['SELECT * FROM columns', allow, path('information_schema')],
+    // Unqualified information_schema names are not redirected: refused rather than shown unfiltered.
+    ['SELECT * FROM tables', unsupported, path('alice/sales', 'information_schema')],
+    ['SELECT * FROM columns', unsupported, path('information_schema')],
     ['UPDATE columns SET x = 1', denied('information_schema'), path('information_schema')],
     ['CREATE TABLE t (a int)', denied('pg_catalog'), path('pg_catalog', 'alice/sales')],
     ['CREATE TABLE t (a int)', allow, path()],
@@ -68,7 +69,7 @@ describe('unqualified names through search_path', () => {
     ['SELECT 1::mytype', allow, postgresDefault],
     ['SELECT * FROM pg_temp.t', allow],
     ['INSERT INTO pg_temp_3.t VALUES (1)', allow],
-    ['SELECT * FROM pg_catalog.pg_class', allow],
+    ['SELECT * FROM pg_catalog.pg_class', rewrite('SELECT * FROM repobase_catalog.pg_class')],
     ['DELETE FROM pg_catalog.pg_class', denied('pg_catalog')],
     ['UPDATE information_schema.tables SET x = 1', denied('information_schema')],
     ['SELECT * FROM public.t', denied('public')],

@@ -1,7 +1,7 @@
 // Service rules, repo creation in SQL, and session changes.
 import { describe, expect, test } from 'vitest';
 import type { HandledAction, Session } from '../../../src/policy/index.js';
-import { allow, changes, deny, denied, table, unsupported, type Expected } from './expect.js';
+import { allow, changes, deny, denied, rewrite, table, unsupported, type Expected } from './expect.js';
 import { decide } from './fixture.js';
 
 const handled = (action: HandledAction): Expected => ({ kind: 'handled', action });
@@ -122,7 +122,7 @@ describe('server files and SQL given as text', () => {
     ["SELECT \"alice/sales\".query_to_xml(1)", allow],
     // Postgres lets a role signal only its own backends: each user is its own role.
     ['SELECT pg_terminate_backend(1234)', allow],
-    ['SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = current_user', allow],
+    ['SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = current_user', rewrite('SELECT pg_cancel_backend(pid) FROM repobase_catalog.pg_stat_activity WHERE usename = current_user')],
   ]);
 });
 

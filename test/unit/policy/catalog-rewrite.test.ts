@@ -1,0 +1,94 @@
+// Private catalogs: reads of catalog relations are redirected to the filtered views, spliced into
+// the text; what cannot be redirected safely is refused.
+import { readFileSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+import { filteredCatalog } from '../../../src/policy/catalog-views.js';
+import { pgCatalogRelations } from '../../../src/policy/catalog.js';
+import { allow, rewrite, table, unsupported, denied } from './expect.js';
+import { decide, summary } from './fixture.js';
+
+const rc = 'repobase_catalog';
+const ris = 'repobase_information_schema';
+
+describe('redirected', () => {
+  table([
+    ['SELECT relname FROM pg_class', rewrite(`SELECT relname FROM ${rc}.pg_class`)],
+    ['SELECT relname FROM pg_catalog.pg_class', rewrite(`SELECT relname FROM ${rc}.pg_class`)],
+    ['SELECT relname FROM "pg_catalog"."pg_class" c', rewrite(`SELECT relname FROM ${rc}."pg_class" c`)],
+    ['select pg_class.relname from PG_CATALOG.pg_class', rewrite(`select pg_class.relname from ${rc}.pg_class`)],
+    ['SELECT pg_catalog.pg_class.relname FROM pg_catalog.pg_class', rewrite(`SELECT ${rc}.pg_class.relname FROM ${rc}.pg_class`)],
+    ['SELECT pg_catalog.pg_class.* FROM pg_catalog.pg_class', rewrite(`SELECT ${rc}.pg_class.* FROM ${rc}.pg_class`)],
+    ['SELECT * FROM pg_catalog . /* x */ pg_namespace', rewrite(`SELECT * FROM ${rc} . /* x */ pg_namespace`)],
+    ['SELECT n.nspname, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace',
+      rewrite(`SELECT n.nspname, c.relname FROM ${rc}.pg_class c JOIN ${rc}.pg_namespace n ON n.oid = c.relnamespace`)],
+    ['SELECT table_name FROM information_schema.tables', rewrite(`SELECT table_name FROM ${ris}.tables`)],
+    ['SELECT tables.table_name FROM information_schema.tables WHERE information_schema.tables.table_schema = \'x\'',
+      rewrite(`SELECT tables.table_name FROM ${ris}.tables WHERE ${ris}.tables.table_schema = 'x'`)],
+    ['SELECT 1 FROM ONLY pg_class', rewrite(`SELECT 1 FROM ONLY ${rc}.pg_class`)],
+    ['SELECT (SELECT count(*) FROM pg_roles), \'é\' FROM pg_user', rewrite(`SELECT (SELECT count(*) FROM ${rc}.pg_roles), 'é' FROM ${rc}.pg_user`)],
+    ['SELECT * FROM pg_stat_activity; SELECT 1', rewrite(`SELECT * FROM ${rc}.pg_stat_activity; SELECT 1`)],
+    ['CREATE VIEW "alice/sales".v AS SELECT relname FROM pg_class', rewrite(`CREATE VIEW "alice/sales".v AS SELECT relname FROM ${rc}.pg_class`)],
+    ['EXPLAIN SELECT * FROM pg_class', rewrite(`EXPLAIN SELECT * FROM ${rc}.pg_class`)],
+    ['COPY (SELECT * FROM pg_class) TO STDOUT', rewrite(`COPY (SELECT * FROM ${rc}.pg_class) TO STDOUT`)],
+    ["SELECT 'pg_class'::regclass, oid::regclass FROM pg_class WHERE oid = 'pg_catalog.pg_class'::regclass",
+      rewrite(`SELECT 'pg_class'::regclass, oid::regclass FROM ${rc}.pg_class WHERE oid = 'pg_catalog.pg_class'::regclass`)],
+    // With the seed rule in the same string.
+    ['SELECT 1 FROM pg_class; ALTER TABLE t ALTER c TYPE int',
+      rewrite(`SELECT 1 FROM ${rc}.pg_class; ALTER TABLE t ALTER c TYPE int USING "c"::int`)],
+  ]);
+});
+
+describe('left alone', () => {
+  table([
+    ['SELECT * FROM orders', allow],
+    ['SELECT * FROM pg_catalog.pg_am', allow],
+    ['SELECT * FROM pg_settings', allow],
+    ['SELECT * FROM pg_locks', allow],
+    ["SELECT 'pg_class'::regclass", allow],
+    ['WITH pg_class AS (SELECT 1 AS relname) SELECT relname FROM pg_class', allow],
+    ['SELECT pg_class.relname FROM orders AS pg_class', allow],
+    ['SELECT * FROM information_schema.sql_features', rewrite(`SELECT * FROM ${ris}.sql_features`)],
+    ['LOCK TABLE pg_class IN ACCESS SHARE MODE', allow],
+  ]);
+});
+
+describe('refused', () => {
+  table([
+    ['COPY pg_class TO STDOUT', unsupported],
+    ['SELECT * FROM postgres.pg_catalog.pg_class', unsupported],
+    ['SELECT postgres.pg_catalog.pg_class.relname FROM pg_class', unsupported],
+    ['CREATE FUNCTION "alice/sales".f() RETURNS bigint LANGUAGE sql AS $$ SELECT count(*) FROM pg_class $$', unsupported],
+    ['DO $$ BEGIN PERFORM 1 FROM pg_namespace; END $$', unsupported],
+    ['SELECT * FROM repobase_catalog.pg_class', denied('repobase_catalog')],
+    ['INSERT INTO pg_class DEFAULT VALUES', denied('pg_catalog')],
+  ]);
+  table([['SELECT * FROM pg_class', unsupported, { searchPath: ['alice/sales', 'pg_catalog'] }]]);
+  table([['SELECT * FROM tables', unsupported, { searchPath: ['alice/sales', 'information_schema'] }]]);
+  table([['SELECT * FROM pg_class', rewrite(`SELECT * FROM ${rc}.pg_class`), { searchPath: ['pg_catalog', 'alice/sales'] }]]);
+});
+
+test('every filtered relation is a pg_catalog relation', () => {
+  for (const name of filteredCatalog.keys()) expect(pgCatalogRelations.has(name), name).toBe(true);
+});
+
+test('a rewrite is cached and served to every user alike', async () => {
+  const sql = 'SELECT nspname FROM pg_namespace WHERE nspname = $1';
+  const a = await decide(sql);
+  const b = await decide(sql, { searchPath: ['bob/x'] }, { user: 'bob', repos: new Map([['bob/x', 'own']]) });
+  expect(summary(a)).toBe(summary(b));
+  expect(a.kind).toBe('rewrite');
+});
+
+test('the client corpus is redirected, never refused', async () => {
+  const corpus = JSON.parse(readFileSync(new URL('../../fixtures/policy/client-queries.json', import.meta.url), 'utf8')) as { captures: Array<{ statements: string[] }> };
+  let redirected = 0;
+  for (const sql of corpus.captures.flatMap((c) => c.statements)) {
+    const d = await decide(sql, { searchPath: ['alice/sales'] });
+    expect(['allow', 'rewrite'], `${sql}\n${summary(d)}`).toContain(d.kind);
+    if (d.kind === 'rewrite') {
+      redirected++;
+      expect(d.sql).not.toMatch(/\bpg_catalog\.pg_(class|namespace|attribute|proc|type)\b/);
+    }
+  }
+  expect(redirected).toBeGreaterThan(50);
+});
