@@ -301,6 +301,8 @@ describe('operator commands', () => {
     await writer.end();
     expect(errors).toEqual([]);
     expect(await nodeOf(schema)).toBe(to);
+    const missing = await admin.query(`SELECT g FROM generate_series(1, $1::int) g WHERE NOT EXISTS (SELECT FROM "${schema}".log WHERE n = g)`, [n]);
+    expect(missing.rows.map((r) => r.g)).toEqual([]);
     expect((await rest(u.key, `SELECT count(*)::int, max(n) FROM "${schema}".log`)).body.data).toEqual([[n, n]]);
 
     const again = await runCli(['repo', 'move', schema, '--to', to], cliEnv);
