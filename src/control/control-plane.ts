@@ -77,6 +77,8 @@ export interface Rights {
 /** Back-off of the retries of `openWhenReachable`: doubling from the first delay up to the last. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 2_000;
+/** On Citus: how often the cache of where repos are placed is read again (see citus-joins.ts). */
+const PLACEMENTS_REFRESH_MS = 10_000;
 
 export interface ControlPlaneOptions {
   /** Listen for changes made by other instances (serving processes do; one-shot CLI commands don't). */
@@ -95,6 +97,7 @@ export class ControlPlane {
   /** Set on a Citus coordinator: where each repo is stored. */
   private placements: Placements | undefined;
   private placer: ((change: SchemaChange) => void) | undefined;
+  private stopPlacements: (() => void) | undefined;
   /** Where front ends report audited actions (buffered; see audit.ts). */
   readonly audit: AuditLog;
   /** Where front ends count per-user usage (buffered; see usage.ts). */
@@ -161,6 +164,7 @@ export class ControlPlane {
     if (await hasCitus(this.cluster.admin)) {
       const placements = (this.placements ??= new Placements(this.cluster.admin, this.log));
       await placements.refresh();
+      this.stopPlacements ??= placements.keepFresh(PLACEMENTS_REFRESH_MS);
       this.placer = repoPlacer(this.cluster.admin, this.log, () => void placements.refresh());
     }
     if (opts.listen && !this.closed) {
@@ -461,6 +465,7 @@ export class ControlPlane {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    this.stopPlacements?.();
     await this.listener?.close();
     await Promise.all([this.lastUsed.close(), this.audit.close(), this.usage.close()]);
   }

@@ -6,9 +6,10 @@
  * repartitioning`), which name no repo and suggest settings users may not change. This turns that
  * refusal into one that names two of the repos, where each is, and what to do.
  *
- * Which repo is where comes from a cache of the placements, read from the coordinator at start and
- * again whenever an explanation is asked for (a move since is seen by the next one): explaining
- * stays synchronous, so the wire relay can swap the error in order.
+ * Which repo is where comes from a cache of the placements, read from the coordinator at start,
+ * every few seconds, after each placement and before each REST explanation: explaining stays
+ * synchronous, so the wire relay can swap the error in order (a repo moved in the last seconds
+ * may be explained without names).
  */
 import type pg from 'pg';
 import { parseSync } from 'libpg-query';
@@ -55,6 +56,13 @@ export class Placements {
     private readonly admin: pg.Pool,
     private readonly log: Logger,
   ) {}
+
+  /** Refreshes every `ms` until the returned function is called. */
+  keepFresh(ms: number): () => void {
+    const timer = setInterval(() => void this.refresh(), ms);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
 
   /** Reads where every placed repo is (one query; a refresh already running is shared). */
   refresh(): Promise<void> {
