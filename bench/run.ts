@@ -7,9 +7,11 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../src/shared/package-root.js';
 import { startBenchEnv } from './env.js';
-import { fmt } from './lib/stats.js';
+import { errorCount, fmt } from './lib/stats.js';
+import { catalogLines, runCatalog, type CatalogResult } from './scenarios/catalog.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
 import { runRest, runRestOwnCores, type RestOwnCoresResult, type RestResult } from './scenarios/rest.js';
+import { runSoak, SOAK_MAX_RSS_CHANGE_PCT, type SoakResult } from './scenarios/soak.js';
 import { BARE_RELAY, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
 import { runWeb, type WebResult } from './scenarios/web.js';
@@ -31,6 +33,10 @@ const log = (s: string) => process.stderr.write(`· ${s}\n`);
 const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set((process.argv[onlyArg + 1] ?? '').split(',')) : undefined;
 const wanted = (name: string) => !only || only.has(name);
+/** `--soak-seconds 10` (or BENCH_SOAK_SECONDS) shortens the soak, which runs 60 s (5 s with --quick). */
+const soakArg = process.argv.indexOf('--soak-seconds');
+const soakSeconds = Number(soakArg > 0 ? process.argv[soakArg + 1] : process.env.BENCH_SOAK_SECONDS ?? (quick ? 5 : 60));
+if (!(soakSeconds > 0)) throw new Error('--soak-seconds must be a positive number');
 
 function ratio(a: number | undefined, b: number | undefined): number {
   return a !== undefined && b ? a / b : NaN;
@@ -106,6 +112,25 @@ function restTable(targets: RestResult['targets']): string[] {
   ];
 }
 
+/** The soak's report: both front ends' throughput and latency, memory, and the upstream after. */
+function soakLines(s: SoakResult): string[] {
+  const errors = (tally: SoakResult['rest']['errors']) => (errorCount(tally) === 0 ? '0' : Object.entries(tally).map(([code, e]) => `${code} ×${fmt(e.count)} (${e.message})`).join('; '));
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  return [
+    `Soak, ${s.seconds} s on ${s.loadAverage.cores} cores (load average ${load(s.loadAverage.before)} before, ${load(s.loadAverage.after)} after):`,
+    '',
+    '| front end | clients | mix | throughput | p50 ms | p99 ms | errors by SQLSTATE |',
+    '|---|---|---|---|---|---|---|',
+    `| wire | ${s.wire.clients} (${s.wire.users} users, ≤ ${s.wire.maxClientsPerUser} each) | TPC-B-like, simple protocol | ${fmt(s.wire.tps)} tps | ${fmt(s.wire.latencyMs.p50, 1)} | ${fmt(s.wire.latencyMs.p99, 1)} | ${errors(s.wire.errors)} |`,
+    `| REST | ${s.rest.clients} keep-alive | ${Object.entries(s.rest.mix).map(([n, share]) => `${n} ${Math.round(share * 100)} %`).join(', ')} | ${fmt(s.rest.rps)} req/s | ${fmt(s.rest.latencyMs.p50, 1)} | ${fmt(s.rest.latencyMs.p99, 1)} | ${errors(s.rest.errors)} |`,
+    '',
+    `Wire transactions per ${s.seconds >= 20 ? 5 : 1} s: ${s.wire.transactionsPerWindow.map((n) => fmt(n)).join(', ')}.`,
+    `RSS of repobase (all processes): ${fmt(s.rss.warmupMb)} MB after warm-up (${s.rss.warmupSeconds} s), ${fmt(s.rss.midMb)} MB halfway, ${fmt(s.rss.endMb)} MB at the end (${fmt(s.rss.changePct, 1)} % from warm-up, ${fmt(s.rss.secondHalfChangePct, 1)} % over the second half), ${fmt(s.rss.afterMb)} MB once idle.`,
+    `Upstream client sessions after the load: ${Object.entries(s.upstreamAfter.byState).map(([state, n]) => `${n} ${state}`).join(', ') || 'none'}; ${s.upstreamAfter.secondsToIdle === null ? `still busy after ${s.upstreamAfter.waitedSeconds} s` : `none busy after ${fmt(s.upstreamAfter.secondsToIdle, 1)} s`}.`,
+    ...(s.failures.length ? ['', ...s.failures.map((f) => `**soak FAILED**: ${f}`)] : []),
+  ];
+}
+
 async function main(): Promise<void> {
   const env = await startBenchEnv(log);
   // An interrupted run still stops what it started (Postgres, repobase, PgBouncer).
@@ -121,10 +146,12 @@ async function main(): Promise<void> {
     rest?: RestResult;
     restOwnCores?: RestOwnCoresResult | string;
     policy?: Awaited<ReturnType<typeof policyBench>>;
+    catalog?: CatalogResult | string;
     upload?: UploadResult | string;
     connections?: ConnectionsResult | string;
     web?: WebResult | string;
     citus?: CitusResult | string;
+    soak?: SoakResult | string;
   } = {};
   try {
     log(`pgbench -i -s ${settings.scale} through repobase`);
@@ -136,6 +163,12 @@ async function main(): Promise<void> {
     if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
     if (wanted('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
     if (wanted('policy')) results.policy = await policyBench();
+    if (wanted('catalog')) {
+      results.catalog = await runCatalog(env, { repos: quick ? 500 : 10_000, rounds: quick ? 3 : 20 }, log).catch((err: unknown) => `catalog failed: ${(err as Error).message}`);
+    }
+    if (wanted('soak')) {
+      results.soak = await runSoak(env, { seconds: soakSeconds, wireClients: 150, restClients: 50, scale: settings.scale }, log).catch((err: unknown) => `soak failed: ${(err as Error).message}`);
+    }
     if (wanted('upload')) {
       results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
     }
@@ -164,6 +197,7 @@ async function main(): Promise<void> {
   const conns = typeof results.connections === 'object' ? results.connections : undefined;
   const web = typeof results.web === 'object' ? results.web : undefined;
   const citus = typeof results.citus === 'object' ? results.citus : undefined;
+  const soak = typeof results.soak === 'object' ? results.soak : undefined;
   const wireGoals: [string, string, number][] = [
     ['-S -M prepared', 'pgbench -S -M prepared', 1],
     ['TPC-B -M simple', 'pgbench TPC-B -M simple', 1],
@@ -181,6 +215,9 @@ async function main(): Promise<void> {
       const r = web ? web.grid[k].median / web.grid.plainFirstPage.median : NaN;
       return { name: `web: grid ${k === 'keysetFirstPage' ? 'first page' : 'page 100 deep'} vs plain SELECT … LIMIT 100 (POST /query/)`, target: '≤ 1.2', ratio: r, passed: r <= 1.2 };
     }),
+    { name: 'soak: errors (wire and REST)', target: '= 0', ratio: soak ? errorCount(soak.wire.errors) + errorCount(soak.rest.errors) : NaN, passed: soak ? errorCount(soak.wire.errors) + errorCount(soak.rest.errors) === 0 : false },
+    { name: 'soak: RSS change from warm-up to the end, %', target: `within ±${SOAK_MAX_RSS_CHANGE_PCT}`, ratio: soak?.rss.changePct ?? NaN, passed: soak ? Math.abs(soak.rss.changePct) <= SOAK_MAX_RSS_CHANGE_PCT : false },
+    { name: 'soak: seconds until no upstream session is busy', target: `≤ ${soak?.upstreamAfter.waitedSeconds ?? 10}`, ratio: soak ? soak.upstreamAfter.secondsToIdle ?? Infinity : NaN, passed: soak ? soak.upstreamAfter.secondsToIdle !== null : false },
     // The same goals for one process: what a single event loop reaches (reported, not the product).
     ...wireGoals.map(([label, scenario, min]) => goal(`1 process: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, SINGLE))),
     goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process')),
@@ -214,6 +251,8 @@ async function main(): Promise<void> {
       ? `Policy: ${fmt(results.policy.cachedUs, 2)} µs per decision cached, ${fmt(results.policy.uncachedUs, 1)} µs uncached (${results.policy.statements} client statements).`
       : `Policy: ${results.policy ?? 'not run'}`,
     '',
+    ...(typeof results.catalog === 'object' ? catalogLines(results.catalog) : [`Private catalogs: ${results.catalog ?? 'not run'}`]),
+    '',
     upload
       ? `Upload of a ${fmt(upload.megabytes)} MB CSV: repobase ${fmt(upload.repobaseMBps, 1)} MB/s, psql \\copy ${fmt(upload.psqlMBps, 1)} MB/s (ratio ${fmt(upload.ratio, 2)}); peak RSS growth of repobase ${fmt(upload.peakRssGrowthMb, 1)} MB.`
       : `Upload: ${String(results.upload ?? 'not run')}`,
@@ -227,6 +266,7 @@ async function main(): Promise<void> {
       : `Web console: ${String(results.web ?? 'not run')}`,
     '',
     ...(citus ? citusTable(citus) : [`Citus: ${String(results.citus ?? 'not run')}`]),
+    ...(soak ? soakLines(soak) : [`Soak: ${String(results.soak ?? 'not run')}`]),
     '',
     '| target | goal | measured | |',
     '|---|---|---|---|',
@@ -234,6 +274,8 @@ async function main(): Promise<void> {
     ...targets.map((t) => `| ${t.name} | ${t.target} | ${fmt(t.ratio, 2)} | ${Number.isFinite(t.ratio) ? (t.passed ? 'pass' : 'miss') : 'not measured'} |`),
   ];
   process.stdout.write(lines.join('\n') + '\n');
+  // The soak is a pass/fail check, not only a figure: its failure fails the run.
+  if (typeof results.soak === 'string' || (soak && soak.failures.length > 0)) process.exitCode = 1;
   const dir = join(packageRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   // latest.json is the full run the README quotes; smoke and partial runs never replace it.

@@ -18,3 +18,20 @@ export function summarize(samples: number[]): Summary {
 }
 
 export const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
+
+/** The `p`-th percentile (0–100, nearest rank) of samples already sorted ascending; NaN when there are none. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/** Errors by SQLSTATE (or a pseudo code such as `socket`), each with the first message seen. */
+export type ErrorTally = Record<string, { count: number; message: string }>;
+
+export function countError(tally: ErrorTally, code: string, message: string): void {
+  const seen = tally[code];
+  if (seen) seen.count++;
+  else tally[code] = { count: 1, message };
+}
+
+export const errorCount = (tally: ErrorTally): number => Object.values(tally).reduce((n, e) => n + e.count, 0);

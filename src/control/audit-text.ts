@@ -10,15 +10,21 @@
 export const AUDIT_SQL_MAX_CHARS = 4096;
 
 const MENTIONS_SECRET = /passw|secret|credential|token/i;
-const API_KEY = /\brb_([0-9a-f]{12})_[A-Za-z0-9_-]{43}/g;
+/** A key, or the start of one cut by the bound: everything after the public id goes. */
+const API_KEY = /\brb_([0-9a-f]{12})_[A-Za-z0-9_-]*/g;
 
-/** `sql` as an audit row stores it (see the module comment). */
+/**
+ * `sql` as an audit row stores it (see the module comment). Cut first, so the work and the memory
+ * a row costs are bounded whatever the statement's size: a literal the cut leaves open is
+ * redacted to the end, and a key cut short loses what is left of its secret.
+ */
 export function auditSql(sql: string): string {
-  let text = sql.length > 4 * AUDIT_SQL_MAX_CHARS ? sql.slice(0, 4 * AUDIT_SQL_MAX_CHARS) : sql;
+  let text = sql.length > AUDIT_SQL_MAX_CHARS ? sql.slice(0, AUDIT_SQL_MAX_CHARS - 1) + '…' : sql;
   if (MENTIONS_SECRET.test(text)) text = redactLiterals(text);
-  text = text.replace(API_KEY, 'rb_$1_***');
-  return text.length > AUDIT_SQL_MAX_CHARS ? text.slice(0, AUDIT_SQL_MAX_CHARS - 1) + '…' : text;
+  return text.includes('rb_') ? text.replace(API_KEY, 'rb_$1_***') : text;
 }
+
+const WORD_CHAR = /[A-Za-z0-9_$]/;
 
 /**
  * `sql` with each string literal ('…', E'…', $tag$…$tag$) replaced by '***'. Quoted identifiers
@@ -26,44 +32,44 @@ export function auditSql(sql: string): string {
  * left open (a cut or broken statement) is redacted to the end.
  */
 export function redactLiterals(sql: string): string {
-  let out = '';
+  const parts: string[] = [];
+  let kept = 0; // start of the text not yet copied
   let i = 0;
+  const literal = (start: number, end: number) => {
+    parts.push(sql.slice(kept, start), "'***'");
+    kept = end;
+  };
   while (i < sql.length) {
     const c = sql[i]!;
     if (c === '-' && sql[i + 1] === '-') {
       const nl = sql.indexOf('\n', i);
-      const end = nl < 0 ? sql.length : nl;
-      out += sql.slice(i, end);
-      i = end;
+      i = nl < 0 ? sql.length : nl;
     } else if (c === '/' && sql[i + 1] === '*') {
       const close = sql.indexOf('*/', i + 2);
-      const end = close < 0 ? sql.length : close + 2;
-      out += sql.slice(i, end);
-      i = end;
+      i = close < 0 ? sql.length : close + 2;
     } else if (c === '"') {
-      const end = closing(sql, i + 1, '"', false);
-      out += sql.slice(i, end);
-      i = end;
+      i = closing(sql, i + 1, '"', false);
     } else if (c === "'") {
-      const escapes = i > 0 && /[eE]/.test(sql[i - 1]!) && !/[A-Za-z0-9_$]/.test(sql[i - 2] ?? ' ');
-      i = closing(sql, i + 1, "'", escapes);
-      out += "'***'";
-    } else if (c === '$' && !/[A-Za-z0-9_$]/.test(sql[i - 1] ?? ' ')) {
+      const escapes = (sql[i - 1] === 'e' || sql[i - 1] === 'E') && !WORD_CHAR.test(sql[i - 2] ?? ' ');
+      const end = closing(sql, i + 1, "'", escapes);
+      literal(i, end);
+      i = end;
+    } else if (c === '$' && !WORD_CHAR.test(sql[i - 1] ?? ' ')) {
       const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 64));
       if (!tag) {
-        out += c;
         i++;
         continue;
       }
       const close = sql.indexOf(tag[0], i + tag[0].length);
-      i = close < 0 ? sql.length : close + tag[0].length;
-      out += "'***'";
+      const end = close < 0 ? sql.length : close + tag[0].length;
+      literal(i, end);
+      i = end;
     } else {
-      out += c;
       i++;
     }
   }
-  return out;
+  parts.push(sql.slice(kept));
+  return parts.join('');
 }
 
 /** Index just past the quote closing a quoted run that starts at `from` (doubled quotes are part of it). */

@@ -82,7 +82,7 @@ interface Row {
 
 const FLUSH_MS = 1_000;
 const BATCH_ROWS = 100;
-/** Rows kept in memory while the control plane does not answer (about 5 MB at most). */
+/** Rows kept in memory while the control plane does not answer (each with at most 4,096 characters of SQL). */
 export const AUDIT_BUFFER_ROWS = 10_000;
 const RETENTION_SWEEP_MS = 60 * 60 * 1000;
 
@@ -103,6 +103,8 @@ export function keyIdOf(text: string): string | null {
 export class AuditLog {
   private buffer: Row[] = [];
   private dropped = 0;
+  /** The last write failed: the next failure is not logged again. */
+  private failing = false;
   private readonly writer: BackgroundWriter;
   private sweeper: NodeJS.Timeout | undefined;
 
@@ -129,10 +131,6 @@ export class AuditLog {
   }
 
   private async write(): Promise<void> {
-    if (this.dropped > 0) {
-      this.log.warn({ dropped: this.dropped }, 'audit rows dropped: the buffer was full while the control plane did not answer');
-      this.dropped = 0;
-    }
     while (this.buffer.length > 0) {
       const batch = this.buffer.splice(0, 1000);
       try {
@@ -148,11 +146,19 @@ export class AuditLog {
         this.buffer.unshift(...batch.slice(0, room));
         this.dropped += batch.length - Math.min(room, batch.length);
         if (this.buffer.length > AUDIT_BUFFER_ROWS) this.dropped += this.buffer.splice(AUDIT_BUFFER_ROWS).length;
-        this.log.warn({ err, pending: this.buffer.length }, 'writing audit rows failed; they are kept in memory and written later');
+        // Said once per outage, not at every retry (one a second).
+        if (!this.failing) this.log.warn({ err, pending: this.buffer.length }, `writing audit rows failed; they are kept in memory (up to ${AUDIT_BUFFER_ROWS}) and written when the control plane answers`);
+        this.failing = true;
         return;
+      }
+      if (this.failing || this.dropped > 0) {
+        this.log.warn({ dropped: this.dropped }, this.dropped > 0 ? 'audit rows are written again; some were dropped meanwhile (the buffer was full)' : 'audit rows are written again');
+        this.failing = false;
+        this.dropped = 0;
       }
     }
   }
+
 
   /**
    * Deletes rows older than `days` now and every hour after (serving instances only: each does
@@ -176,6 +182,8 @@ export class AuditLog {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     await this.writer.close();
+    const lost = this.buffer.length + this.dropped;
+    if (lost > 0) this.log.warn({ lost }, 'audit rows lost at stop: the control plane did not answer');
   }
 }
 

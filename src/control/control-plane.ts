@@ -168,7 +168,7 @@ export class ControlPlane {
       this.placer = repoPlacer(this.cluster.admin, this.log, () => void placements.refresh());
     }
     if (opts.listen && !this.closed) {
-      this.listener = listen(this.cluster.adminConfig, (e) => this.onEvent(e), this.log);
+      this.listener ??= listen(this.cluster.adminConfig, (e) => this.onEvent(e), this.log); // once, though a retry may come back here
       await this.listener.ready;
       if (!(await schemaEventsInstalled(this.cluster.admin))) {
         this.log.warn('live schema updates are off: the event triggers that report schema changes need a superuser admin role, and this one is not (consoles show changes made elsewhere when reloaded)');

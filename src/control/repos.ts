@@ -141,8 +141,18 @@ export async function updateRepo(db: Queryable, ref: RepoRef, change: { isPrivat
   return toInfo(now);
 }
 
+/**
+ * Locks the repo's row until the caller's transaction ends, or throws 404. Changes of one repo's
+ * grants take turns: two at once (two collaborators added together) update the same catalog rows
+ * (the schema's ACL, the owner's default privileges in it) and deadlock or fail in Postgres.
+ */
+async function lockRepo(db: Queryable, ref: RepoRef): Promise<void> {
+  const res = await query(db, `SELECT 1 FROM ${CONTROL_SCHEMA}.repos WHERE owner = $1 AND name = $2 FOR UPDATE`, [ref.owner, ref.repo]);
+  if (!res.rowCount) throw notFound(ref);
+}
+
 export async function setCollaborator(db: Queryable, ref: RepoRef, user: string, permission: Permission): Promise<void> {
-  if (!(await getRepo(db, ref))) throw notFound(ref);
+  await lockRepo(db, ref);
   if (user === ref.owner) throw new PgError(SqlState.InvalidParameterValue, `"${user}" owns repo "${schemaName(ref)}" already`);
   const found = await query(db, `SELECT 1 FROM ${CONTROL_SCHEMA}.users WHERE name = $1`, [user]);
   if (!found.rowCount) throw new PgError(SqlState.UndefinedObject, `user "${user}" does not exist`);
@@ -158,6 +168,7 @@ export async function setCollaborator(db: Queryable, ref: RepoRef, user: string,
 }
 
 export async function removeCollaborator(db: Queryable, ref: RepoRef, user: string): Promise<void> {
+  await lockRepo(db, ref);
   const res = await query(db, `DELETE FROM ${CONTROL_SCHEMA}.collaborators WHERE owner = $1 AND repo = $2 AND user_name = $3`, [ref.owner, ref.repo, user]);
   if (!res.rowCount) throw new PgError(SqlState.UndefinedObject, `"${user}" is not a collaborator on repo "${schemaName(ref)}"`);
   await revoke(db, ref, user);

@@ -55,6 +55,8 @@ export class UsageRecorder {
   /** `user \0 hour start (ms)` → counts not yet written. */
   private pending = new Map<string, UsageCounts>();
   private dropped = 0;
+  /** The last write failed: the next failure is not logged again. */
+  private failing = false;
   private readonly writer: BackgroundWriter;
 
   constructor(
@@ -114,10 +116,6 @@ export class UsageRecorder {
 
   private async write(): Promise<void> {
     for (const m of this.meters) this.take(m);
-    if (this.dropped > 0) {
-      this.log.warn({ dropped: this.dropped }, 'usage counts dropped: too many were waiting while the control plane did not answer');
-      this.dropped = 0;
-    }
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
@@ -147,7 +145,15 @@ export class UsageRecorder {
         const into = this.slot(user, hour);
         if (into) for (const f of FIELDS) into[f] += counts[f];
       }
-      this.log.warn({ err, pending: this.pending.size }, 'writing usage counts failed; they are kept in memory and written later');
+      // Said once per outage, not at every retry.
+      if (!this.failing) this.log.warn({ err, pending: this.pending.size }, 'writing usage counts failed; they are kept in memory and written when the control plane answers');
+      this.failing = true;
+      return;
+    }
+    if (this.failing || this.dropped > 0) {
+      this.log.warn({ dropped: this.dropped }, this.dropped > 0 ? 'usage counts are written again; those of some (user, hour) pairs were dropped meanwhile' : 'usage counts are written again');
+      this.failing = false;
+      this.dropped = 0;
     }
   }
 }

@@ -37,6 +37,7 @@ function newFacts(node: Json, start = 0): StatementFacts {
     settings: [],
     functionPaths: [],
     channels: [],
+    channelSpans: [],
     catalog: [],
     refusal: null,
     schema: null,
@@ -111,7 +112,12 @@ export function analyse(sql: string): Analysis {
       walk(facts, node, { offsets, path: null, body: false, text: sql.slice(start, end) });
       return facts;
     });
-    return { error: null, statements, rewrite: rewrite(sql, texts, statements, offsets) };
+    const rewritten = rewrite(sql, texts, statements, offsets);
+    const channels = statements.find((s) => s.channelSpans.length > 0);
+    if (channels === undefined) return { error: null, statements, rewrite: rewritten };
+    // Channels are spliced per user into the original text: not combined with another rewrite.
+    if (rewritten !== null) channels.refusal ??= { code: SqlState.FeatureNotSupported, message: `${channels.command} together with catalog reads or a column type change is not supported`, hint: `send ${channels.command} as a query of its own` };
+    return { error: null, statements, rewrite: rewritten, channelText: sql };
   } catch (err: unknown) {
     // A tree deep enough to exhaust the stack (thousands of nested parentheses).
     if (err instanceof RangeError) {

@@ -103,7 +103,7 @@ function isIdent(t: Token | undefined, name: string): boolean {
 }
 
 function spliceFor(sql: string, ref: CatalogRef, at: number): Splice | undefined {
-  // The name is at most three identifiers and two dots: a short window is enough, and a window
+  // The name is at most two identifiers and a dot: a short window is enough, and a window
   // that cuts it short fails the checks below (and then verification), never splices wrongly.
   const tokens = scanTokens(sql, at, Math.min(sql.length, at + 512)).slice(0, 3);
   const [first, dot, second] = tokens;
@@ -143,7 +143,7 @@ export function catalogRewrite(
   const parsed = parseSql(out);
   if (!parsed.ok || parsed.statements.length !== statements.length) return catalogRefusals.unsafe;
   const relations = new Map(refs.filter((r) => r.kind === 'relation').map((r) => [r.location, r.target]));
-  const columns = new Map(refs.filter((r) => r.kind === 'column').map((r) => [r.location, r.target]));
+  const columns = new Map(refs.filter((r) => r.kind !== 'relation').map((r) => [r.location, r.target]));
   const same = parsed.statements.every((s, i) => {
     const expected = edited(statements[i]?.node ?? null, relations, columns);
     return JSON.stringify(edited(s.node, new Map(), new Map())) === JSON.stringify(expected);
@@ -169,11 +169,15 @@ function edited(value: Json | undefined, relations: ReadonlyMap<number, string>,
     return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1))) as JsonObject;
   }
   const node = nodeOf(value);
-  const column = node?.[0] === 'ColumnRef' ? columns.get(typeof node[1].location === 'number' ? node[1].location : -1) : undefined;
-  if (column !== undefined) {
-    const ref = obj(out.ColumnRef);
-    const fields = arr(ref?.fields);
-    if (ref !== undefined && fields.length > 0) ref.fields = [{ String: { sval: column } }, ...fields.slice(1)];
+  // A column's first field (its schema) or a function's name list (`pg_notify` → its stand-in).
+  const named = node?.[0] === 'ColumnRef' || node?.[0] === 'FuncCall' ? columns.get(typeof node[1].location === 'number' ? node[1].location : -1) : undefined;
+  if (named !== undefined && node !== undefined) {
+    const field = node[0] === 'ColumnRef' ? 'fields' : 'funcname';
+    const inner = obj(out[node[0]]);
+    const list = arr(inner?.[field]);
+    if (inner !== undefined && list.length > 0) {
+      inner[field] = node[0] === 'ColumnRef' ? [{ String: { sval: named } }, ...list.slice(1)] : [{ String: { sval: named } }, ...list.slice(-1)];
+    }
   }
   return out;
 }
@@ -186,7 +190,7 @@ function edited(value: Json | undefined, relations: ReadonlyMap<number, string>,
 export function checkCatalogPath(facts: StatementFacts, path: readonly string[]): Refusal | null {
   const catalogAt = path.indexOf('pg_catalog');
   if (catalogAt > 0 && path.slice(0, catalogAt).some((s) => s !== '$user' && !isTempSchema(s))) {
-    const ref = facts.catalog.find((r) => r.kind === 'relation' && r.schema === null);
+    const ref = facts.catalog.find((r) => r.kind !== 'column' && r.schema === null);
     if (ref !== undefined) return catalogRefusals.searchPath(ref.name);
   }
   if (path.includes('information_schema')) {

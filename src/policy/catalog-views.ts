@@ -7,8 +7,9 @@
 //
 // A user's world, computed at run time from `current_user` (a view's body sees the invoking role
 // there, so one view and one cached rewrite serve every user):
-// - the system schemas (everything initdb made: oid < 16384, FirstNormalObjectId), the
-//   session's own temporary schema;
+// - the system schemas (everything initdb made: oid < 16384, FirstNormalObjectId) but pg_toast
+//   (every user's TOAST tables, one per table with a long column: thousands of rows naming
+//   nothing anyone queries), the session's own temporary schema;
 // - schemas the role owns (its repos);
 // - schemas granted to the role itself (a collaborator's repos): an ACL entry naming the role,
 //   not PUBLIC — public repos grant USAGE to PUBLIC and are not "shared with" anyone;
@@ -22,6 +23,9 @@
 // uncorrelated `IN (SELECT …)` is run once and hashed); each view is a hash semi-join against
 // it. The views are security barriers: a user's own (leaky) function in a WHERE clause is never
 // evaluated on rows outside the user's world before the filter.
+//
+// Also `repobase_catalog.pg_notify`, the stand-in that keeps each user's channels their own
+// (`channels.ts`).
 //
 // This list is the content of migration 6: a change to it needs a new migration, not an edit.
 
@@ -149,13 +153,15 @@ export function catalogViewsSql(): string {
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $fn$
-      WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
+      -- Per row only comparisons: a repo nobody was granted has no ACL (NULL), so the ACL test
+      -- (which builds an aclitem) runs only for shared and public ones.
+      WITH me AS (SELECT oid, pg_my_temp_schema() AS temp FROM pg_roles WHERE rolname = current_user)
       SELECT n.oid FROM pg_namespace n, me
-       WHERE n.oid < 16384
+       WHERE (n.oid < 16384 AND n.nspname <> 'pg_toast')
           OR n.nspowner = me.oid
-          OR aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
+          OR (n.nspacl IS NOT NULL AND aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false)))
           OR n.nspname = ANY (path)
-          OR n.oid = pg_my_temp_schema()
+          OR n.oid = me.temp
     $fn$;
 
     CREATE FUNCTION ${c}.visible_schema_names(path name[]) RETURNS SETOF name
@@ -231,5 +237,14 @@ export function catalogViewsSql(): string {
     END
     $do$;
     GRANT SELECT ON ALL TABLES IN SCHEMA ${c}, ${INFORMATION_SCHEMA} TO PUBLIC;
+
+    -- pg_notify in the caller's namespace (src/policy/channels.ts): top-level calls are
+    -- redirected here. A name already in it ("alice/news") is the same channel.
+    CREATE FUNCTION ${c}.pg_notify(channel text, payload text) RETURNS void
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+      SELECT pg_notify(CASE WHEN starts_with(channel, current_user || '/') THEN channel ELSE current_user || '/' || channel END, payload)
+    $fn$;
   `;
 }

@@ -2,6 +2,7 @@
 // walks the cached facts: no parsing, no allocation beyond the result.
 import { PgError, SqlState } from '../shared/errors.js';
 import { checkCatalogPath } from './catalog-rewrite.js';
+import { channelRefusal, channelSpans, channelSql } from './channels.js';
 import type { Analysis, Refusal, SchemaCommand, StatementFacts } from './facts.js';
 import { REPO_NAME_RULE, repoNameProblem, splitRepo } from './names.js';
 import { refusals } from './refusals.js';
@@ -47,6 +48,7 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   }
   const done = changes ?? noChanges;
   if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite, changes: done, statements: count };
+  if (analysis.channelText !== undefined) return channelDecision(analysis, analysis.channelText, rights.user, done);
   return { kind: 'allow', changes: done, statements: count };
 }
 
@@ -67,6 +69,10 @@ function check(facts: StatementFacts, rights: Rights, path: readonly string[]): 
   }
   for (const channel of facts.channels) {
     const refusal = checkChannel(channel, rights);
+    if (refusal !== null) return refusal;
+  }
+  for (const span of facts.channelSpans) {
+    const refusal = channelRefusal(rights.user, span.name);
     if (refusal !== null) return refusal;
   }
   for (const setting of facts.settings) {
@@ -112,4 +118,14 @@ function schemaCommand(cmd: SchemaCommand, rights: Rights): Decision {
   }
   if (repoNameProblem(repo.repo) !== undefined) return deny({ code: SqlState.InvalidName, message: `invalid repo name "${repo.repo}": ${REPO_NAME_RULE}` });
   return { kind: 'handled', action: { kind: 'drop_repo', owner: user, repo: repo.repo, ifExists: cmd.ifExists, cascade: cmd.cascade }, commandTag: 'DROP SCHEMA' };
+}
+
+/** LISTEN/NOTIFY/UNLISTEN with the user's channel names; `listens` says which a client listened to by the prefixed name. */
+function channelDecision(analysis: Analysis, sql: string, user: string, changes: readonly SessionChange[]): Decision {
+  const spans = channelSpans(analysis.statements) ?? [];
+  const listens = spans.filter((s) => s.listen && s.name.startsWith(`${user}/`)).map((s) => s.name);
+  const extra = listens.length > 0 ? { listens } : {};
+  const out = channelSql(sql, user, spans.filter((s) => !s.name.startsWith(`${user}/`)));
+  if (out === sql) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
+  return { kind: 'rewrite', sql: out, changes, statements: analysis.statements.length, ...extra };
 }

@@ -8,7 +8,7 @@ function funcCall(w: Walker, n: JsonObject, scope: Scope): void {
   const names = nameList(n.funcname) ?? [];
   w.facts.functions.push(names.join('.'));
   w.qualifiedUse(names, n.location);
-  checkFunctionCall(w, names, arr(n.args));
+  checkFunctionCall(w, names, arr(n.args), n.location);
   w.rest(n, ['funcname'], 'read', scope);
 }
 

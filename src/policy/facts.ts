@@ -52,7 +52,7 @@ export type SchemaCommand =
  * (`pg_catalog.pg_class.relname`).
  */
 export interface CatalogRef {
-  kind: 'relation' | 'column';
+  kind: 'relation' | 'column' | 'function';
   /** The parser's location (UTF-8 byte offset in the query string). */
   location: number;
   /** As written: null for an unqualified relation. */
@@ -60,6 +60,15 @@ export interface CatalogRef {
   name: string;
   /** The service schema holding its view. */
   target: string;
+}
+
+/** Where a LISTEN/NOTIFY/UNLISTEN statement names its channel (UTF-16 indexes in the query string). */
+export interface ChannelSpan {
+  from: number;
+  to: number;
+  name: string;
+  /** A LISTEN: the front end shows notifications on it by this name. */
+  listen: boolean;
 }
 
 export interface StatementFacts {
@@ -78,8 +87,13 @@ export interface StatementFacts {
   settings: Setting[];
   /** search_paths given to functions (`SET search_path = …` clauses): checked like SET's. */
   functionPaths: string[][];
-  /** LISTEN/NOTIFY channels: shared by the whole server, so namespaced per user. */
+  /**
+   * Channels named in function bodies (`pg_notify('alice/x', …)`, run later, out of reach of the
+   * rewrite): they must be named "<user>/…" already.
+   */
   channels: string[];
+  /** Channel names of top-level LISTEN/NOTIFY/UNLISTEN: prefixed with the user at decision time. */
+  channelSpans: ChannelSpan[];
   /** Catalog reads to redirect to the filtered views; the analysis' rewrite carries them out. */
   catalog: CatalogRef[];
   /** The first service-rule violation found, if any. */
@@ -93,4 +107,6 @@ export interface Analysis {
   statements: StatementFacts[];
   /** The whole query string with the seed rule applied, when it changed anything. */
   rewrite: string | null;
+  /** The query string, kept when it names LISTEN/NOTIFY channels: they are spliced per user. */
+  channelText?: string;
 }

@@ -1,5 +1,6 @@
 // Service rules on function calls, and names hidden in string arguments: nextval('"bob/x".s'),
 // to_regclass('bob/x.t'), 'bob/x.t'::regclass name relations the tree shows only as text.
+import { CATALOG_SCHEMA } from './catalog-views.js';
 import type { Need } from './facts.js';
 import { boolConst, nodeOf, stringConst, type Json } from './json.js';
 import { splitIdentifiers } from './names.js';
@@ -71,7 +72,7 @@ function constString(value: Json | undefined): string | undefined {
 }
 
 /** Applies the service rules to a call of `names(args)`. */
-export function checkFunctionCall(w: Walker, names: readonly string[], args: readonly Json[]): void {
+export function checkFunctionCall(w: Walker, names: readonly string[], args: readonly Json[], location?: Json): void {
   // A user's own function may share a built-in's name; only built-ins are judged here.
   if (names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog')) return;
   const name = names[names.length - 1] ?? '';
@@ -80,7 +81,10 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
   const citus = citusFunctionRefusal(name);
   if (citus) w.refuse(citus);
   if (name === 'set_config') setConfig(w, args);
-  if (name === 'pg_notify') {
+  if (name === 'pg_notify' && w.ctx.offsets !== null && !w.ctx.body && typeof location === 'number' && location >= 0) {
+    // Redirected to the service's pg_notify, which puts the channel in the caller's namespace.
+    w.facts.catalog.push({ kind: 'function', location, schema: names.length === 2 ? 'pg_catalog' : null, name, target: CATALOG_SCHEMA });
+  } else if (name === 'pg_notify') {
     const channel = constString(args[0]);
     if (channel === undefined) w.refuse(refusals.nonConstant('pg_notify', 'channel name'));
     else w.facts.channels.push(channel);

@@ -11,6 +11,7 @@ import { createParsePool } from './pool.js';
 import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 
+export { clientChannel } from './channels.js';
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange } from './types.js';
 
 /**
@@ -82,7 +83,7 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
       });
     }
     const analysis = analyse(sql);
-    if (shape !== undefined && analysis.error === null && analysis.rewrite === null) shapes.set(shape, analysis);
+    if (shape !== undefined && analysis.error === null && analysis.rewrite === null && analysis.channelText === undefined) shapes.set(shape, analysis);
     else cache.set(sql, analysis);
     return evaluate(analysis, rights, session);
   }

@@ -1,5 +1,6 @@
 // Service rules at statement level: what is refused outright, session settings (search_path,
 // roles), repo creation, LISTEN/NOTIFY channels, and statements that name nothing.
+import { channelStatement } from './channels.js';
 import type { Refusal } from './facts.js';
 import { arr, obj, str, stringConst, type JsonObject } from './json.js';
 import { refusals } from './refusals.js';
@@ -127,9 +128,6 @@ function createSchema(w: Walker, n: JsonObject): void {
   w.facts.schema ??= { kind: 'create', name, ifNotExists: n.if_not_exists === true, authRole };
 }
 
-function channel(w: Walker, n: JsonObject): void {
-  w.facts.channels.push(str(n.conditionname) ?? '');
-}
 
 const plain = (w: Walker, n: JsonObject, scope: Scope): void => w.rest(n, [], 'read', scope);
 
@@ -137,9 +135,9 @@ export const ruleHandlers: ReadonlyArray<[string, HandlerEntry]> = [
   ['VariableSetStmt', { handle: variableSet, command: 'SET' }],
   ['DiscardStmt', { handle: discard, command: 'DISCARD' }],
   ['CreateSchemaStmt', { handle: createSchema, command: 'CREATE SCHEMA' }],
-  ['ListenStmt', { handle: channel, command: 'LISTEN' }],
-  ['NotifyStmt', { handle: channel, command: 'NOTIFY' }],
-  ['UnlistenStmt', { handle: plain, command: 'UNLISTEN' }],
+  ['ListenStmt', { handle: (w, n) => channelStatement(w, n, true), command: 'LISTEN' }],
+  ['NotifyStmt', { handle: (w, n) => channelStatement(w, n, false), command: 'NOTIFY' }],
+  ['UnlistenStmt', { handle: (w, n) => channelStatement(w, n, false), command: 'UNLISTEN' }],
   ['TransactionStmt', { handle: plain, command: 'TRANSACTION' }],
   ['VariableShowStmt', { handle: plain, command: 'SHOW' }],
   ['FetchStmt', { handle: plain, command: 'FETCH' }],

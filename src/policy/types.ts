@@ -38,8 +38,18 @@ export type HandledAction =
  * empty or comment-only string); the REST API refuses more than one.
  */
 export type Decision =
-  | { kind: 'allow'; changes: readonly SessionChange[]; statements: number }
-  | { kind: 'rewrite'; sql: string; changes: readonly SessionChange[]; statements: number }
+  | { kind: 'allow'; changes: readonly SessionChange[]; statements: number; listens?: readonly string[] }
+  | {
+      kind: 'rewrite';
+      sql: string;
+      changes: readonly SessionChange[];
+      statements: number;
+      /**
+       * Channels the string LISTENs to by their "<user>/…" name: notifications on them are shown
+       * by that name (others without the prefix, as the client named them: `clientChannel`).
+       */
+      listens?: readonly string[];
+    }
   | {
       kind: 'deny';
       error: PgError;

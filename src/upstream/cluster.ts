@@ -94,7 +94,8 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
   url.searchParams.delete('sslmode');
   const adminUrl = url.toString();
   const where = embedded ? `embedded Postgres in ${join(dataDir, 'pg')}` : `${url.hostname}:${url.port || 5432}`;
-  const adminConfig: pg.ClientConfig = { connectionString: adminUrl, connectionTimeoutMillis: config.upstreamConnectTimeoutMs, ...(ssl && { ssl }) };
+  // TCP keepalive: a connection to a host that vanished fails instead of waiting for ever.
+  const adminConfig: pg.ClientConfig = { connectionString: adminUrl, connectionTimeoutMillis: config.upstreamConnectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: 30_000, ...(ssl && { ssl }) };
   const admin = new pg.Pool({ ...adminConfig, max: 5, idleTimeoutMillis: 30_000 });
   admin.on('error', (err) => log.warn({ err }, 'idle admin connection failed'));
   try {
@@ -122,6 +123,8 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
       user: role,
       password: rolePassword(secret, role),
       connectionTimeoutMillis: config.upstreamConnectTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 30_000,
       ...(ssl && { ssl }),
     }),
     check: () => checkAdmin(admin, where),

@@ -12,9 +12,9 @@
  *   '<process id>:<secret key>')`; every process hears it, the one with that tag checks the
  *   secret in constant time and forwards the cancel upstream, the others ignore it.
  *
- * Users never hear the channel: the policy only lets a user `LISTEN`/`NOTIFY` on channels named
- * `<user>/…` (src/policy/resolve.ts `checkChannel`), and the channel's name has no `/`, so it is
- * outside every user's namespace, also when plain channel names are prefixed per user.
+ * Users never hear the channel: a user's channels live upstream as `<user>/…`, and the channel's
+ * name has no `/`, so it is outside every user's namespace; names starting with `repobase_` are
+ * refused outright (src/policy/channels.ts).
  *
  * Limits, both of which lose cancels but never cancel the wrong statement (the secret decides):
  * if the connection drops, cancels passed on meanwhile are not heard, and on reconnecting the
@@ -27,7 +27,7 @@ import pg from 'pg';
 import type { Logger } from '../shared/logger.js';
 import { MAX_TAG, type CancelPeers } from './cancel.js';
 
-/** The channel cancels travel on between processes. No `/`: no user's channel can be named so. */
+/** The channel cancels travel on between processes. No `/`, and `repobase_`: no user's channel can be named so. */
 export const CANCEL_CHANNEL = 'repobase_cancel';
 /** The advisory lock class of the tags ("rbcn"). */
 export const TAG_LOCK_CLASS = 0x7262636e;

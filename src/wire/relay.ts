@@ -36,12 +36,13 @@ import {
   type TransactionStatus,
 } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
+import { notificationForClient } from './notifications.js';
 import { Run } from './run.js';
 import { cancelUpstream, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
-import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 import { isDdlTag, type AuditEvent, type AuditOrigin } from '../control/audit.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import type { UsageMeter } from '../control/usage.js';
+import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 
 /**
  * Bytes written to the client and not yet taken by it past which the upstream is paused
@@ -268,8 +269,16 @@ export class Relay {
     const misreading = this.upstream?.readingChanged ? misread(sql, this.upstream.reading) : undefined;
     if (misreading) return misreading;
     const rights = this.deps.control.peekRights(this.principal.user);
-    return rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
+    const d = rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
+    return d instanceof Promise ? d.then(this.noteListens) : this.noteListens(d);
   }
+
+  /** Channels LISTENed to by their "<user>/…" name, shown by it (see notifications.ts). */
+  private readonly listenedAs = new Set<string>();
+  private readonly noteListens = (d: Decision): Decision => {
+    if ((d.kind === 'allow' || d.kind === 'rewrite') && d.listens !== undefined) for (const c of d.listens) this.listenedAs.add(c);
+    return d;
+  };
 
   /** Holds the client's frames back until `work` is done (they wait in `backlog`). */
   private block(work: Promise<void>): void {
@@ -326,11 +335,11 @@ export class Relay {
         this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
         return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy');
       case 'handled':
-        return this.block(this.handle(d));
+        return this.block(this.handle(d, sql));
     }
   }
 
-  private async handle(d: Extract<Decision, { kind: 'handled' }>): Promise<void> {
+  private async handle(d: Extract<Decision, { kind: 'handled' }>, sql: string): Promise<void> {
     await this.drained(); // the transaction status is known once everything before has been answered
     if (this.status !== 'I') {
       return this.refuse(new PgError('25001', `${d.commandTag} of a repo cannot run inside a transaction block`, { hint: 'creating and dropping repos takes effect at once; run it outside BEGIN … COMMIT' }));
@@ -340,7 +349,7 @@ export class Relay {
     try {
       if (action.kind === 'create_repo') await this.deps.control.createRepo(ref);
       else await this.deps.control.deleteRepo(ref);
-      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}` });
+      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}`, sql });
     } catch (err: unknown) {
       const skip = err instanceof PgError && ((action.kind === 'create_repo' && action.ifNotExists && err.code === SqlState.DuplicateSchema) || (action.kind === 'drop_repo' && action.ifExists && err.code === SqlState.InvalidSchemaName));
       if (!skip) throw err;
@@ -489,7 +498,7 @@ export class Relay {
       }
       this.deps.log.info({ pending: left, ms }, 'wire client read nothing of its answer within the send timeout: closed');
       this.client.destroy();
-      this.end(true);
+      this.end(true, true);
     };
     this.sendTimer = setTimeout(check, ms);
     this.client.once('drain', () => {
@@ -509,6 +518,7 @@ export class Relay {
   private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
     if (METERED[code] === 1) this.meterFrame(code, frame);
     if (code === BackendCode.ReadyForQuery) return this.onReady(frame);
+    if (code === BackendCode.NotificationResponse) frame = notificationForClient(frame, this.principal.user, this.listenedAs);
     if (code === BackendCode.ParameterStatus) noteParameterStatus(this.upstream!, frame);
     if (code === BackendCode.ErrorResponse) {
       const head = this.queue[0];
@@ -613,9 +623,10 @@ export class Relay {
   /**
    * Detaches from both sockets. The upstream session is reusable only if nothing is in flight;
    * a statement still running is cancelled (nobody is left to read its answer) and the session
-   * closed, so it is released at once whatever the client left behind.
+   * closed, so it is released at once whatever the client left behind. With `settleUpstream`
+   * (the client was closed at the send timeout) the session is settled and reused instead.
    */
-  private end(clientLeft: boolean): void {
+  private end(clientLeft: boolean, settleUpstream = false): void {
     if (this.finished) return;
     this.finished = true;
     this.meter.close();
@@ -627,10 +638,14 @@ export class Relay {
     upstream?.socket.off('close', this.onUpstreamClose);
     if (!this.client.destroyed) this.client.end();
     clearTimeout(this.sendTimer);
+    // Held for a slow client (see holdUpstream): whoever takes the session next, in this tick, reads it again.
+    if (this.sendTimer !== undefined) upstream?.socket.resume();
     this.unwatch();
     const alive = upstream !== undefined && !upstream.socket.destroyed;
-    if (clientLeft && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
-      // Left with work in flight: the session is brought back to idle and reused (closed if a transaction is open).
+    if (settleUpstream && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
+      // Closed at the send timeout with work in flight: the session is brought back to idle and
+      // reused (closed if a transaction is open). A client that leaves by itself has its session
+      // closed at once instead, which frees its place in the pool soonest.
       const owed = this.queue.reduce((n, e) => n + (e.kind === 'upstream' ? 1 : 0), 0);
       void settle(upstream, owed, this.batchForwarded).then((ok) => this.onEnd(upstream, ok));
       return;

@@ -7,11 +7,20 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
+/** What happens to a new connection: relayed, closed at once (a port with nothing behind it), or accepted and never answered. */
 export type NewConnections = 'forward' | 'refuse' | 'hang';
 
 interface Pair {
   client: Socket;
   upstream: Socket | undefined;
+  /** Blackholed on its own (see `connection`). */
+  held: boolean;
+}
+
+/** One proxied connection, to break it alone. */
+export interface ProxiedConnection {
+  blackhole(): void;
+  restore(): void;
 }
 
 export class FaultProxy {
@@ -62,15 +71,37 @@ export class FaultProxy {
   restore(): void {
     this.holes = false;
     for (const p of this.pairs) {
+      p.held = false;
       p.client.resume();
       p.upstream?.resume();
     }
   }
 
+  /**
+   * The connection whose upstream side has local port `port`: what Postgres reports as the
+   * `client_port` of the backend behind it (pg_stat_activity), so one session can be broken alone.
+   */
+  connection(port: number): ProxiedConnection {
+    const pair = [...this.pairs].find((p) => p.upstream?.localPort === port);
+    if (!pair) throw new Error(`no proxied connection from local port ${port}`);
+    return {
+      blackhole: () => {
+        pair.held = true;
+        pair.client.pause();
+        pair.upstream?.pause();
+      },
+      restore: () => {
+        pair.held = false;
+        pair.client.resume();
+        pair.upstream?.resume();
+      },
+    };
+  }
+
   private accept(client: Socket): void {
     client.on('error', () => client.destroy());
     if (this.newConnections === 'refuse') return void client.destroy();
-    const pair: Pair = { client, upstream: undefined };
+    const pair: Pair = { client, upstream: undefined, held: false };
     this.pairs.add(pair);
     client.on('close', () => {
       this.pairs.delete(pair);
@@ -81,8 +112,8 @@ export class FaultProxy {
     pair.upstream = upstream;
     upstream.on('error', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
-    this.relay(client, upstream);
-    this.relay(upstream, client);
+    this.relay(pair, client, upstream);
+    this.relay(pair, upstream, client);
     if (this.holes) {
       client.pause();
       upstream.pause();
@@ -90,12 +121,12 @@ export class FaultProxy {
   }
 
   /** `from` → `to` with backpressure; not `pipe`, whose resume on drain would undo a blackhole. */
-  private relay(from: Socket, to: Socket): void {
+  private relay(pair: Pair, from: Socket, to: Socket): void {
     from.on('data', (chunk: Buffer) => {
       if (!to.write(chunk)) from.pause();
     });
     to.on('drain', () => {
-      if (!this.holes) from.resume();
+      if (!this.holes && !pair.held) from.resume();
     });
     from.on('end', () => to.end());
   }

@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JDBC_GET_TABLES } from '../../bench/scenarios/catalog.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 type Who = { name: string; key: string };
@@ -58,6 +59,7 @@ const probes = [
   'SELECT table_schema, table_name FROM information_schema.views',
   'SELECT grantor, grantee, table_schema, table_name FROM information_schema.table_privileges',
   'SELECT pg_catalog.pg_class.relname FROM pg_catalog.pg_class',
+  JDBC_GET_TABLES,
 ];
 
 /** Everything the probes answer, as one text. */

@@ -83,12 +83,12 @@ describe('a client that stops reading a large result', () => {
     }, 50);
     try {
       // The statement runs, blocked on its send: the proxy stopped reading it.
-      const state = async () => (await admin.query<{ state: string; wait: string | null }>('SELECT state, wait_event AS wait FROM pg_stat_activity WHERE pid = $1', [Number(pid)])).rows[0];
+      const state = async () => (await admin.query<{ state: string; wait: string | null; query: string }>('SELECT state, wait_event AS wait, query FROM pg_stat_activity WHERE pid = $1', [Number(pid)])).rows[0];
       await expect.poll(state, { timeout: 5_000, interval: 50 }).toMatchObject({ state: 'active', wait: 'ClientWrite' });
       expect((await healthy.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]);
 
-      // After the send timeout the session is settled: statement cancelled, backend idle again.
-      await expect.poll(state, { timeout: SEND_TIMEOUT_MS + 8_000, interval: 100 }).toMatchObject({ state: 'idle' });
+      // After the send timeout the session is settled (statement cancelled), reset and pooled.
+      await expect.poll(state, { timeout: SEND_TIMEOUT_MS + 8_000, interval: 100 }).toMatchObject({ state: 'idle', query: 'DISCARD ALL' });
       expect(Date.now() - sentAt).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS - 100);
     } finally {
       clearInterval(sampler);

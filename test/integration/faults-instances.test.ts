@@ -124,6 +124,38 @@ describe('cancel across instances', () => {
       await eavesdropper.end().catch(() => undefined);
     }
   });
+
+  it('goes on when the channel connection is killed: the tag is claimed again and cancels still cross', async () => {
+    const [a, b] = instances as [TestService, TestService];
+    const sleeper = new pg.Client(a.pgOptions(user.name, user.key));
+    await sleeper.connect();
+    try {
+      const key = keyOf(sleeper);
+      const holder = async () =>
+        (
+          await admin.query<{ pid: number }>(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid AND objid = $2::oid AND objsubid = 2 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            [TAG_LOCK_CLASS, tagOf(key.processId)],
+          )
+        ).rows[0]?.pid;
+      const before = await holder();
+      expect(before).toBeDefined();
+      await admin.query('SELECT pg_terminate_backend($1)', [before]);
+      // Reconnected (after half a second's back-off) with the same tag.
+      await expect.poll(async () => ((await holder()) ?? before) !== before, { timeout: 5_000, interval: 100 }).toBe(true);
+
+      const statement = 'SELECT pg_sleep(30) AS again';
+      const outcome = sleeper.query(statement).then(
+        () => 'finished',
+        (e: Error & { code?: string }) => e.code,
+      );
+      await expect.poll(() => sleepingQueries(statement), { timeout: 3_000, interval: 20 }).toBe(1);
+      await sendCancel(b.pgPort, key.processId, key.secretKey);
+      expect(await outcome).toBe('57014');
+    } finally {
+      await sleeper.end().catch(() => undefined);
+    }
+  });
 });
 
 // ── rolling restart ─────────────────────────────────────────────────────────────────────────
@@ -167,7 +199,7 @@ class Writer {
     for (;;) {
       const port = configs[this.next % configs.length]!.pgPort;
       const client = new pg.Client({ host: '127.0.0.1', port, user: user.name, password: user.key, database: base.serviceDatabase });
-      client.on('error', () => undefined); // a FATAL while idle: the next query fails and says so
+      client.on('error', (err: Error) => this.note(err)); // a FATAL while idle (the next query fails too)
       try {
         await client.connect();
         return client;
@@ -236,7 +268,8 @@ describe('rolling restart', () => {
       expect(w.uncertain.length).toBeLessThanOrEqual(w.failovers.length);
     }
     // Both writers had to move at least once (each instance went away under one of them).
-    expect(writers.every((w) => w.failovers.length > 0)).toBe(true);
-    expect(writers.flatMap((w) => w.failovers).some((f) => f.startsWith(ADMIN_SHUTDOWN))).toBe(true);
+    const seen = JSON.stringify(writers.map((w) => w.failovers));
+    expect(writers.every((w) => w.failovers.length > 0), seen).toBe(true);
+    expect(writers.flatMap((w) => w.failovers).some((f) => f.startsWith(ADMIN_SHUTDOWN)), seen).toBe(true);
   }, 60_000);
 });

@@ -2,9 +2,8 @@
  * `GET /metrics` of a real service: the exposition text parses as Prometheus' text format, each
  * series moves by exactly what real clients did (wire statements allowed, denied and failing
  * upstream, REST requests, a failed log-in, a cancel with an unknown key, an upload), the states
- * are read live (a client inside a transaction), no label names a user or repo, `metricsPort`
- * moves the endpoint to a port of its own, and with two worker processes every scrape answers
- * the sum over both.
+ * are read live (a client inside a transaction), no label names a user or repo, and with two
+ * worker processes every scrape answers the sum over both — on `metricsPort`, a port of its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +29,7 @@ interface Scrape {
 
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const LABEL = `[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"`;
-const SAMPLE = new RegExp(`^(${NAME})(\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? (-?(?:[0-9.]+(?:e[+-]?[0-9]+)?|NaN|\\+Inf|-Inf))( -?[0-9]+)?$`);
+const SAMPLE = new RegExp(`^(${NAME})(\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? ([+-]?(?:[0-9.]+(?:[eE][+-]?[0-9]+)?|[Nn][Aa][Nn]|[Ii][Nn][Ff](?:[Ii][Nn][Ii][Tt][Yy])?))( -?[0-9]+)?$`);
 const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 
 /**
@@ -63,7 +62,9 @@ function parseExposition(text: string): Scrape {
     expect(types.has(name) || types.get(base) === 'histogram' || types.get(base) === 'summary', `sample of an undeclared metric: ${line}`).toBe(true);
     const series = canonical(name + (m[2] ?? ''));
     expect(values.has(series), `series twice: ${series}`).toBe(false);
-    values.set(series, Number(m[3]!.replace('+Inf', 'Infinity')));
+    // Values as Go's ParseFloat reads them (the format's rule): NaN and Inf in any case.
+    const v = m[3]!.toLowerCase();
+    values.set(series, v.endsWith('nan') ? NaN : v.endsWith('inf') || v.endsWith('infinity') ? (v.startsWith('-') ? -Infinity : Infinity) : Number(v));
     for (const l of (m[2] ?? '').matchAll(/="((?:[^"\\]|\\.)*)"/g)) labelValues.push(l[1]!);
   }
   return { values, labelValues, text };
@@ -152,10 +153,11 @@ describe('GET /metrics of one process', () => {
     const { processID, secretKey } = c as unknown as { processID: number; secretKey: number };
     await sendCancel(svc.pgPort, processID, secretKey ^ 1);
 
-    // REST: one allowed, one denied, one with a bad key; an upload of 3 rows.
+    // REST: one allowed, one failing upstream, one denied, one with a bad key; an upload of 3 rows.
     const query = (key: string, sql: string) =>
       fetch(`${svc.httpUrl}/api/v1beta/query/`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ query_string: sql }) });
     expect((await query(alice.key, 'SELECT 1')).status).toBe(200);
+    expect((await query(alice.key, 'SELECT 1/0')).status).toBe(400);
     expect((await query(alice.key, 'CREATE ROLE metrics_intruder')).status).toBe(403);
     expect((await query('rb_not_a_key', 'SELECT 1')).status).toBe(401);
     const csv = 'id,v\n1,a\n2,b\n3,c\n';
@@ -176,12 +178,14 @@ describe('GET /metrics of one process', () => {
     const d = (series: string) => delta(before, after, series);
     expect(d('repobase_statements_total{front_end="wire",outcome="allowed"}')).toBe(5); // + the 1/0 and BEGIN
     expect(d('repobase_statements_total{front_end="wire",outcome="denied"}')).toBe(1);
-    expect(d('repobase_statements_total{front_end="rest",outcome="allowed"}')).toBe(1);
+    expect(d('repobase_statements_total{front_end="rest",outcome="allowed"}')).toBe(2);
     expect(d('repobase_statements_total{front_end="rest",outcome="denied"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="wire",origin="policy",class="42"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="wire",origin="upstream",class="22"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="wire",origin="proxy",class="28"}')).toBe(1);
     expect(d('repobase_errors_total{front_end="rest",origin="policy",class="42"}')).toBe(1);
+    expect(d('repobase_errors_total{front_end="rest",origin="upstream",class="22"}')).toBe(1);
+    expect(d('repobase_errors_total{front_end="rest",origin="proxy",class="22"}')).toBe(0);
     expect(d('repobase_errors_total{front_end="rest",origin="proxy",class="28"}')).toBe(1);
     expect(d('repobase_auth_failures_total{front_end="wire"}')).toBe(1);
     expect(d('repobase_auth_failures_total{front_end="rest"}')).toBe(1);
@@ -193,11 +197,12 @@ describe('GET /metrics of one process', () => {
     expect(d('repobase_upload_rows_total')).toBe(3);
     expect(d('repobase_upload_bytes_total')).toBe(csv.length);
     expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="200"}')).toBe(1);
+    expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="400"}')).toBe(1);
     expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="403"}')).toBe(1);
     expect(d('repobase_http_requests_total{method="POST",route="/api/v1beta/query/",status="401"}')).toBe(1);
     expect(d('repobase_http_requests_total{method="GET",route="/metrics",status="200"}')).toBe(1); // the scrape before
-    expect(d('repobase_http_request_duration_seconds_count{method="POST",route="/api/v1beta/query/"}')).toBe(3);
-    expect(d('repobase_http_request_duration_seconds_bucket{method="POST",route="/api/v1beta/query/",le="+Inf"}')).toBe(3);
+    expect(d('repobase_http_request_duration_seconds_count{method="POST",route="/api/v1beta/query/"}')).toBe(4);
+    expect(d('repobase_http_request_duration_seconds_bucket{method="POST",route="/api/v1beta/query/",le="+Inf"}')).toBe(4);
     expect(d('repobase_bytes_total{front_end="wire",direction="in"}')).toBeGreaterThan(100);
     expect(d('repobase_bytes_total{front_end="wire",direction="out"}')).toBeGreaterThan(100);
     expect(d('repobase_policy_cache_lookups_total{result="miss"}')).toBeGreaterThan(0);
@@ -233,22 +238,6 @@ describe('GET /metrics of one process', () => {
   });
 });
 
-describe('metricsPort', () => {
-  it('serves GET /metrics on a port of its own, and not on the HTTP port', async () => {
-    const port = await freePort();
-    const svc = await startTestService({ metricsPort: port });
-    try {
-      expect(svc.metricsUrl).toBe(`http://127.0.0.1:${port}/metrics`);
-      const s = await scrape(svc.metricsUrl);
-      expect(s.values.has('repobase_wire_clients{state="idle"}')).toBe(true);
-      expect((await fetch(`${svc.httpUrl}/metrics`)).status).toBe(404);
-      expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
-    } finally {
-      await svc.stop();
-    }
-  });
-});
-
 /** A GET on a connection of its own, so that successive scrapes reach the workers in turn. */
 function getOnce(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -260,7 +249,7 @@ function getOnce(url: string): Promise<string> {
   });
 }
 
-describe('GET /metrics with two worker processes', () => {
+describe('GET /metrics with two worker processes, on metricsPort', () => {
   let env: Record<string, string>;
   let dataDir: string;
   let primary: ChildProcess;
@@ -274,13 +263,14 @@ describe('GET /metrics with two worker processes', () => {
       REPOBASE_SECRET: randomBytes(16).toString('hex'),
       REPOBASE_HTTP_PORT: String(await freePort()),
       REPOBASE_PG_PORT: String(await freePort()),
+      REPOBASE_METRICS_PORT: String(await freePort()),
       REPOBASE_WORKERS: '2',
     };
     primary = spawn(process.execPath, [BIN, 'serve'], { env: { PATH: process.env.PATH, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     primary.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     primary.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     for (const start = Date.now(); !output.includes('repobase is running (2 workers)'); await new Promise((r) => setTimeout(r, 100))) {
-      if (Date.now() - start > 30_000 || primary.exitCode !== null) throw new Error(`serve did not start:\n${output}`);
+      if (Date.now() - start > 60_000 || primary.exitCode !== null) throw new Error(`serve did not start:\n${output}`);
     }
   });
   afterAll(async () => {
@@ -302,7 +292,7 @@ describe('GET /metrics with two worker processes', () => {
     try {
       for (const c of clients) await c.connect();
       for (const c of clients) for (let i = 0; i < 3; i++) await c.query('SELECT 1');
-      const url = `http://127.0.0.1:${env.REPOBASE_HTTP_PORT}/metrics`;
+      const url = `http://127.0.0.1:${env.REPOBASE_METRICS_PORT}/metrics`;
       // Each scrape is a connection of its own: in turn they reach one worker, then the other.
       // Either worker alone holds about half of it all; each scrape must show the whole.
       for (let i = 0; i < 4; i++) {
@@ -312,6 +302,9 @@ describe('GET /metrics with two worker processes', () => {
         expect(at(s, 'repobase_upstream_sessions{pool="wire",state="active"}')).toBe(4);
         expect(s.text).not.toContain(user);
       }
+      // With a port of its own, the metrics are not on the HTTP port; that port serves nothing else.
+      expect((await fetch(`http://127.0.0.1:${env.REPOBASE_HTTP_PORT}/metrics`)).status).toBe(404);
+      expect((await fetch(`http://127.0.0.1:${env.REPOBASE_METRICS_PORT}/other`)).status).toBe(404);
     } finally {
       await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
     }

@@ -150,6 +150,18 @@ describe('repos of their owner', () => {
     expect((await srv.query(bob.key, `SELECT id FROM "${alice.name}/sales"."Orders 2024"`)).status).toBe(403);
   });
 
+  it('collaborators added and removed all at once: every request succeeds', async () => {
+    await srv.call(alice.key, 'POST', '/repos/', { name: 'shared-at-once' });
+    const users = await Promise.all(Array.from({ length: 8 }, (_, i) => srv.user(`many${i}`)));
+    const path = (u: { name: string }) => `/repos/${alice.name}/shared-at-once/collaborators/${u.name}`;
+    const put = await Promise.all(users.map((u) => srv.call(alice.key, 'PUT', path(u), { permission: 'write' })));
+    expect(put.map((r) => r.status)).toEqual(users.map(() => 200));
+    const list = await srv.call(alice.key, 'GET', `/repos/${alice.name}/shared-at-once/collaborators/`);
+    expect(((await list.json()) as { collaborators: unknown[] }).collaborators).toHaveLength(8);
+    const removed = await Promise.all(users.map((u) => srv.call(alice.key, 'DELETE', path(u))));
+    expect(removed.map((r) => r.status)).toEqual(users.map(() => 204));
+  });
+
   it('DELETE removes the repo with its tables (204); then it is 404', async () => {
     expect((await srv.call(alice.key, 'DELETE', `/repos/${alice.name}/open.data-1/`)).status).toBe(204);
     expect((await srv.call(alice.key, 'GET', `/repos/${alice.name}/open.data-1/`)).status).toBe(404);

@@ -107,9 +107,10 @@ describe('usage', () => {
     const bobs = (await (await get(bob.key)).json()) as { usage: { statements: number; rows_returned: number }[] };
     expect(bobs.usage.reduce((n, r) => n + r.statements, 0)).toBe(1);
     expect(bobs.usage.reduce((n, r) => n + r.rows_returned, 0)).toBe(1);
-    // No way to name another user: the query string takes only `since`.
+    // No way to name another user: the query string takes only `since` (anything else is ignored).
     const other = await get(bob.key, `?user=${alice.name}`);
-    expect(other.status === 400 || ((await other.json()) as { usage: { statements: number }[] }).usage.reduce((n, r) => n + r.statements, 0) === 1).toBe(true);
+    expect(other.status).toBe(200);
+    expect(((await other.json()) as { usage: { statements: number }[] }).usage.reduce((n, r) => n + r.statements, 0)).toBe(1);
     const future = (await (await get(alice.key, `?since=${encodeURIComponent(new Date(Date.now() + 2 * 3600_000).toISOString())}`)).json()) as { usage: unknown[] };
     expect(future.usage).toEqual([]);
     const recent = (await (await get(alice.key, '?since=1h')).json()) as { usage: unknown[] };
@@ -118,6 +119,8 @@ describe('usage', () => {
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('22007');
     expect((await fetch(`${srv.httpUrl}/api/v1beta/usage/`)).status).toBe(401);
+    const openapi = (await (await fetch(`${srv.httpUrl}/api/openapi.json`)).json()) as { paths: Record<string, { get?: { parameters?: { name: string }[] } }> };
+    expect(openapi.paths['/api/v1beta/usage/']?.get?.parameters?.map((p) => p.name)).toEqual(['since']);
   });
 
   it('counts of several writers add up (as several instances or workers would)', async () => {
@@ -130,16 +133,12 @@ describe('usage', () => {
     expect(d).toMatchObject({ statements: 7, rowsReturned: 70 });
   });
 
-  it('repobase usage: one user or all, as a table or JSON lines', async () => {
+  it('repobase usage: one user, from a time, as JSON lines', async () => {
     const env = { REPOBASE_UPSTREAM_URL: srv.config.upstreamUrl, REPOBASE_DATA_DIR: srv.config.dataDir, REPOBASE_SECRET: srv.config.secret };
     const json = await runCli(['usage', alice.name, '--since', '2h', '--json'], env);
     expect(json.code).toBe(0);
     const lines = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { user: string; rows_returned: number });
     expect(new Set(lines.map((l) => l.user))).toEqual(new Set([alice.name]));
     expect(lines.reduce((n, l) => n + l.rows_returned, 0)).toBe((await totals(alice.name)).rowsReturned);
-    const table = await runCli(['usage'], env);
-    expect(table.code).toBe(0);
-    expect(table.stdout).toContain(alice.name);
-    expect(table.stdout).toContain(bob.name);
   });
 });

@@ -105,8 +105,8 @@ describe('node-postgres through repobase', () => {
     const got = new Promise<string | undefined>((resolve) => a.on('notification', (n) => resolve(n.payload)));
     await b.query(`NOTIFY ${channel}, 'hello'`);
     expect(await got).toBe('hello');
-    // Channels are server-wide: one outside the namespace is refused, with the reason.
-    await expect(a.query('LISTEN everyone')).rejects.toMatchObject({ code: '42501' });
+    // Plain names are the user's own too (wire-notify.test.ts); the service's are refused.
+    await expect(a.query('LISTEN repobase_schema')).rejects.toMatchObject({ code: '42501' });
   });
 
   it('COPY FROM STDIN and TO STDOUT', async () => {
@@ -160,6 +160,9 @@ describe('postgres.js through repobase', () => {
     const sql = postgres({ ...svc.pgOptions(alice.name, alice.key), max: 1 });
     const other = postgres({ ...svc.pgOptions(alice.name, alice.key), max: 1 });
     try {
+      // Connected first: postgres.js reads pg_type when it connects (now through the filtered
+      // catalog view), and a cancel that lands on that query instead of the sleep stalls it.
+      await Promise.all([sql`SELECT 1`, other`SELECT 1`]);
       const started = Date.now();
       const sleeping = sql`SELECT pg_sleep(30)`;
       const bystander = other`SELECT pg_sleep(0.5), 'still here' AS v`;

@@ -2,6 +2,7 @@
 // the text; what cannot be redirected safely is refused.
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
+import { JDBC_GET_TABLES } from '../../../bench/scenarios/catalog.js';
 import { filteredCatalog } from '../../../src/policy/catalog-views.js';
 import { pgCatalogRelations } from '../../../src/policy/catalog.js';
 import { allow, rewrite, table, unsupported, denied } from './expect.js';
@@ -64,7 +65,13 @@ describe('refused', () => {
   ]);
   table([['SELECT * FROM pg_class', unsupported, { searchPath: ['alice/sales', 'pg_catalog'] }]]);
   table([['SELECT * FROM tables', unsupported, { searchPath: ['alice/sales', 'information_schema'] }]]);
+  table([["SELECT pg_notify('x', 'y')", unsupported, { searchPath: ['alice/sales', 'pg_catalog'] }]]);
   table([['SELECT * FROM pg_class', rewrite(`SELECT * FROM ${rc}.pg_class`), { searchPath: ['pg_catalog', 'alice/sales'] }]]);
+});
+
+test('pgjdbc getTables is redirected', async () => {
+  const d = await decide(JDBC_GET_TABLES);
+  expect(d.kind === 'rewrite' && d.sql).toContain('FROM repobase_catalog.pg_namespace n, repobase_catalog.pg_class c  LEFT JOIN repobase_catalog.pg_description d');
 });
 
 test('every filtered relation is a pg_catalog relation', () => {

@@ -170,14 +170,30 @@ describe('repos in SQL', () => {
 describe('LISTEN/NOTIFY channels are per user', () => {
   table([
     ['LISTEN "alice/events"', allow],
-    ['LISTEN events', denied('events')],
+    ['LISTEN events', rewrite('LISTEN "alice/events"')],
+    ['listen /* c */ "Mixed Case"; SELECT 1', rewrite('listen /* c */ "alice/Mixed Case"; SELECT 1')],
     ["NOTIFY \"alice/x\", 'hi'", allow],
-    ['NOTIFY bobchannel', denied('bobchannel')],
-    ["SELECT pg_notify('alice/x', 'p')", allow],
-    ["SELECT pg_notify('x', 'p')", denied('x')],
-    ["SELECT pg_notify($1, 'p')", unsupported],
+    ["NOTIFY bobchannel, 'hi'", rewrite('NOTIFY "alice/bobchannel", \'hi\'')],
+    ['NOTIFY "bob/x"', rewrite('NOTIFY "alice/bob/x"')],
+    ['UNLISTEN news', rewrite('UNLISTEN "alice/news"')],
     ['UNLISTEN *', allow],
+    ["SELECT pg_notify('alice/x', 'p')", rewrite("SELECT repobase_catalog.pg_notify('alice/x', 'p')")],
+    ["SELECT pg_catalog.pg_notify('x', 'p')", rewrite("SELECT repobase_catalog.pg_notify('x', 'p')")],
+    ["SELECT pg_notify($1, 'p')", rewrite("SELECT repobase_catalog.pg_notify($1, 'p')")],
+    // The service's channels stay out of reach; names must fit with the prefix.
+    ['LISTEN repobase_cancel', denied()],
+    ["NOTIFY repobase_schema, 'x'", denied()],
+    [`LISTEN ${'x'.repeat(60)}`, deny('22023')],
+    // Bodies run later: there the channel must be named in the user's namespace already.
+    ["CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT pg_notify('alice/x', 'p') $$", allow],
+    ["CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT pg_notify('x', 'p') $$", denied('x')],
+    ['LISTEN x; SELECT * FROM pg_class', unsupported],
   ]);
+});
+
+test('a LISTEN by the "<user>/…" name is reported, so notifications keep that name', async () => {
+  const d = await decide('LISTEN "alice/events"; LISTEN other');
+  expect(d.kind === 'rewrite' && d.listens).toEqual(['alice/events']);
 });
 
 describe('harmless statements', () => {

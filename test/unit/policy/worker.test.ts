@@ -38,6 +38,8 @@ beforeAll(async () => {
     transpile(join(root, 'src/policy', file), join(out, 'src/policy', file.replace(/\.ts$/, '.js')));
   }
   transpile(join(root, 'src/shared/errors.ts'), join(out, 'src/shared/errors.js'));
+  // The policy's cache counts hits and misses for the metrics.
+  transpile(join(root, 'src/observe/metrics.ts'), join(out, 'src/observe/metrics.js'));
   writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');
   writeFileSync(join(out, 'crash.js'), "throw new Error('worker crashed on start');\n");
   const url = (p: string): string => pathToFileURL(join(out, p)).href;
