@@ -1,7 +1,9 @@
-// Citus' settings and administrative functions are the operator's. A user who turns off
-// citus.enable_ddl_propagation corrupts the cluster's metadata, and citus_schema_move,
+// Citus' settings, administrative functions and metadata are the operator's. A user who turns off
+// citus.enable_ddl_propagation corrupts the cluster's metadata; citus_schema_move,
 // run_command_on_workers or create_distributed_table act on the whole cluster, whatever the
-// role wall lets them touch. Harmless everywhere else: no plain Postgres has these names.
+// role wall lets them touch; and Citus' metadata relations (pg_dist_*, citus_tables,
+// citus_shards…, readable by every role) list every tenant's repos and tables and the nodes'
+// addresses. Harmless everywhere else: no plain Postgres has these names.
 import type { Refusal } from './facts.js';
 import { refusals } from './refusals.js';
 
@@ -27,4 +29,15 @@ export function citusFunctionRefusal(name: string): Refusal | undefined {
 /** Setting a `citus.*` parameter (resetting one is fine: it returns to the operator's value). */
 export function citusSettingRefusal(name: string): Refusal | undefined {
   return name.toLowerCase().startsWith('citus.') ? refusals.citusSetting(name.toLowerCase()) : undefined;
+}
+
+/**
+ * A read of Citus' metadata: a `pg_dist_*` or `citus_*` relation named in pg_catalog, or
+ * unqualified (Postgres finds it in pg_catalog before any repo). A user's own table of such a
+ * name is reached by qualifying it with its repo.
+ */
+export function citusRelationRefusal(schema: string | null, name: string): Refusal | undefined {
+  if (schema !== null && schema !== 'pg_catalog') return undefined;
+  if (!name.startsWith('pg_dist_') && !name.startsWith('citus_')) return undefined;
+  return refusals.citusMetadata(name);
 }

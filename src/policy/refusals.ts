@@ -73,6 +73,11 @@ export const refusals = {
     message: `${name}() is not allowed: Citus' administrative functions are for the operator of the cluster`,
     hint: 'repos are placed and moved by the service (repobase repo move, for operators)',
   }),
+  citusMetadata: (name: string): Refusal => ({
+    code: denied,
+    message: `reading ${name} is not allowed: Citus' metadata describes every user's repos and the cluster's nodes`,
+    hint: `a table of yours with this name is reached through its repo: "<user>/<repo>".${name}`,
+  }),
   citusSetting: (name: string): Refusal => ({
     code: denied,
     message: `setting ${name} is not allowed: Citus settings are for the operator of the cluster`,

@@ -31,3 +31,16 @@ describe("Citus' functions", () => {
     ['SELECT "alice/sales".citus_schema_move()', allow],
   ]);
 });
+
+describe("Citus' metadata", () => {
+  table([
+    ['SELECT * FROM pg_dist_node', denied()],
+    ['SELECT * FROM pg_catalog.pg_dist_partition', denied()],
+    ['SELECT * FROM citus_tables', denied()],
+    ['SELECT * FROM pg_catalog.citus_shards JOIN pg_class ON true', denied()],
+    ['SELECT * FROM citus_schemas', denied()],
+    // A table of one's own with such a name, through its repo.
+    ['SELECT * FROM "alice/sales".citus_tables', allow],
+    ['CREATE TABLE "alice/sales".pg_dist_notes (id int)', allow],
+  ]);
+});
