@@ -15,6 +15,7 @@ import { runSoak, SOAK_MAX_RSS_CHANGE_PCT, type SoakResult } from './scenarios/s
 import { BARE_RELAY, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
 import { runWeb, type WebResult } from './scenarios/web.js';
+import { runCitus, type CitusResult } from './scenarios/citus.js';
 
 interface Targets {
   name: string;
@@ -66,6 +67,22 @@ function wireTable(wire: WireResult[], workers: number): string[] {
     );
   }
   return lines;
+}
+
+/** repobase on a Citus coordinator against the coordinator directly (see bench/scenarios/citus.ts). */
+function citusTable(c: CitusResult): string[] {
+  const direct = 'Citus coordinator direct';
+  const via = 'repobase on Citus';
+  const bare = 'bare fastify+pg on the coordinator';
+  return [
+    `Citus: a coordinator and ${c.workers} workers (PostgreSQL 15), the pgbench repo on ${c.repoNode}.`,
+    '',
+    '| scenario | coordinator direct TPS | repobase TPS | repobase / direct |',
+    '|---|---|---|---|',
+    ...c.wire.map((w) => `| ${w.scenario} | ${fmt(w.targets[direct]?.tps.median ?? NaN)} | ${fmt(w.targets[via]?.tps.median ?? NaN)} | ${fmt(ratio(w.targets[via]?.tps.median, w.targets[direct]?.tps.median), 2)} |`),
+    '',
+    `REST one-row select on Citus: repobase ${fmt(c.rest[via]?.rps.median ?? NaN)} req/s, bare fastify+pg ${fmt(c.rest[bare]?.rps.median ?? NaN)} req/s (ratio ${fmt(ratio(c.rest[via]?.rps.median, c.rest[bare]?.rps.median), 2)}), errors ${(c.rest[via]?.errors ?? 0) + (c.rest[bare]?.errors ?? 0)}.`,
+  ];
 }
 
 /** The wire scenarios with the proxies on cores of their own (see runWireOwnCores). */
@@ -133,6 +150,7 @@ async function main(): Promise<void> {
     upload?: UploadResult | string;
     connections?: ConnectionsResult | string;
     web?: WebResult | string;
+    citus?: CitusResult | string;
     soak?: SoakResult | string;
   } = {};
   try {
@@ -161,6 +179,13 @@ async function main(): Promise<void> {
   } finally {
     await env.stop();
   }
+  // A cluster of its own, after the single-cluster world is gone (the machine is the same).
+  if (wanted('citus')) {
+    results.citus = await runCitus(
+      { wire: { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, rest: { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, scale: settings.scale },
+      log,
+    ).catch((err: unknown) => `citus failed: ${(err as Error).message}`);
+  }
 
   const own = typeof results.wireOwnCores === 'object' ? results.wireOwnCores : undefined;
   const w = (name: string, from = results.wire) => from?.find((x) => x.scenario === name)?.targets;
@@ -171,6 +196,7 @@ async function main(): Promise<void> {
   const upload = typeof results.upload === 'object' ? results.upload : undefined;
   const conns = typeof results.connections === 'object' ? results.connections : undefined;
   const web = typeof results.web === 'object' ? results.web : undefined;
+  const citus = typeof results.citus === 'object' ? results.citus : undefined;
   const soak = typeof results.soak === 'object' ? results.soak : undefined;
   const wireGoals: [string, string, number][] = [
     ['-S -M prepared', 'pgbench -S -M prepared', 1],
@@ -239,6 +265,7 @@ async function main(): Promise<void> {
           .join(', ')}); log-in to the repo list rendered in Chromium p50 ${fmt(web.loginToList.median)} ms (min ${fmt(web.loginToList.min)}, max ${fmt(web.loginToList.max)}, ${web.loginToList.samples.length} log-ins); SQL editor chunk ${fmt(web.sqlEditorJsGzip / 1024, 1)} KB gzipped. Grid of a ${fmt(web.grid.rows)}-row table through POST /query/, p50 ms: plain first page ${fmt(web.grid.plainFirstPage.median, 2)}, keyset first page ${fmt(web.grid.keysetFirstPage.median, 2)}, keyset page 100 deep ${fmt(web.grid.keysetDeepPage.median, 2)}, OFFSET 9,900 ${fmt(web.grid.offsetDeepPage.median, 2)}.`
       : `Web console: ${String(results.web ?? 'not run')}`,
     '',
+    ...(citus ? citusTable(citus) : [`Citus: ${String(results.citus ?? 'not run')}`]),
     ...(soak ? soakLines(soak) : [`Soak: ${String(results.soak ?? 'not run')}`]),
     '',
     '| target | goal | measured | |',

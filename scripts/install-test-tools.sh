@@ -1,21 +1,44 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests drive, if missing: psql and pgbench (Debian's PostgreSQL
-# packages) and Chromium (the browser tests). `npm test` runs this first; so does CI. Without root
-# or apt it installs nothing and stops with one line naming what to install.
+# packages), Chromium (the browser tests) and Citus for Debian's PostgreSQL 15 (the scale-out
+# tests start a coordinator and workers from /usr/lib/postgresql/15/bin). `npm test` runs this
+# first; so does CI. Without root or apt it installs nothing and stops with one line naming what
+# to install.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 chromium="${REPOBASE_TEST_CHROMIUM:-/usr/bin/chromium}"
+citus_bin="${REPOBASE_TEST_CITUS_BIN:-/usr/lib/postgresql/15/bin}"
+# Citus 13.2 built for Debian's PostgreSQL 15, installed by the script its archive ships with.
+citus_installer="${REPOBASE_CITUS_INSTALLER:-../shared/citus/install.sh}"
+
 missing=()
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 command -v pgbench >/dev/null 2>&1 || missing+=(postgresql)
 [ -x "$chromium" ] || missing+=(chromium)
-[ ${#missing[@]} -eq 0 ] && exit 0
+need_citus=0
+[ -x "$citus_bin/postgres" ] && [ -f "$citus_bin/../lib/citus.so" ] || need_citus=1
+[ ${#missing[@]} -eq 0 ] && [ $need_citus -eq 0 ] && exit 0
 
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
-else
-  echo "npm test needs ${missing[*]} (psql, pgbench, $chromium): run 'sudo bash scripts/install-test-tools.sh' on Debian, or install them yourself" >&2
-  exit 1
+can_install=0
+[ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && can_install=1
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ $can_install -eq 1 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    echo "npm test needs ${missing[*]} (psql, pgbench, $chromium): run 'sudo bash scripts/install-test-tools.sh' on Debian, or install them yourself" >&2
+    exit 1
+  fi
+fi
+
+if [ $need_citus -eq 1 ]; then
+  if [ $can_install -eq 1 ] && [ -f "$citus_installer" ]; then
+    bash "$citus_installer"
+  else
+    echo "npm test needs Citus 13 in the PostgreSQL 15 of $citus_bin: run 'sudo bash scripts/install-test-tools.sh' with REPOBASE_CITUS_INSTALLER naming Citus' install script (default $citus_installer)" >&2
+    exit 1
+  fi
 fi

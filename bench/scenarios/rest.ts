@@ -58,7 +58,7 @@ export interface RestOptions {
   warmupSeconds: number;
 }
 
-interface Target {
+export interface Target {
   name: string;
   url: string;
   headers: Record<string, string>;
@@ -66,10 +66,10 @@ interface Target {
   pid: number;
 }
 
-const BARE_BODY = JSON.stringify({ query_string: QUERY });
+export const BARE_BODY = JSON.stringify({ query_string: QUERY });
 
 /** The bare fastify+pg route with `processes` processes, up and answering. */
-async function startBare(env: BenchEnv, processes: number): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const { host, port: pgPort, user, password, dbname } = env.direct;
   const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${pgPort}/${dbname}`;
   const port = await freePort();
@@ -91,7 +91,7 @@ function repobaseTarget(env: BenchEnv, name: string, httpUrl: string, pid: numbe
 }
 
 /** The targets in interleaved rounds; medians and spreads per target. */
-async function measure(env: BenchEnv, targets: Target[], opts: RestOptions, log: (s: string) => void, label = ''): Promise<RestResult['targets']> {
+export async function measure(env: Pick<BenchEnv, 'postgresPid'>, targets: Target[], opts: RestOptions, log: (s: string) => void, label = ''): Promise<RestResult['targets']> {
   const samples = new Map(targets.map((t) => [t.name, { runs: [] as Load[], errors: 0 }]));
   // A route started just before (the bare one) runs its first seconds unoptimized: warm every target first, unrecorded.
   if (opts.warmupSeconds > 0) for (const t of targets) await load(t.url, t.headers, t.body, opts.warmupSeconds, { service: t.pid, postgres: env.postgresPid });

@@ -38,7 +38,7 @@ export interface WireResult {
   targets: Record<string, TargetResult>;
 }
 
-interface WireOptions {
+export interface WireOptions {
   rounds: number;
   seconds: number;
   clients: number;
@@ -104,7 +104,7 @@ function bouncer(env: BenchEnv): [string, Conn][] {
 }
 
 /** Each scenario through its targets in interleaved rounds; writing scenarios reset their tables on `direct` before every run. */
-async function interleave(direct: Conn, scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
+export async function interleave(direct: Conn, scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
   const results: WireResult[] = [];
   for (const scenario of scenarios) {
     const use = targetsOf(scenario);

@@ -15,6 +15,8 @@ import { formatTable } from './table.js';
 import { auditCommands } from './audit.js';
 import { createRepoViaApi, withClientOptions } from './client.js';
 import { clientKey, type ClientOptions } from './client-http.js';
+import { hasCitus, listNodes, moveRepo, nodeName, parseNode } from '../upstream/citus.js';
+import { PgError, SqlState } from '../shared/errors.js';
 
 async function withControl<T>(ctx: CliContext, config: Config, fn: (control: ControlPlane) => Promise<T>): Promise<T> {
   // Logs go to stderr so stdout carries only the command's output (a key, a table).
@@ -161,5 +163,50 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
     ctx.out(`${info.name}\n`);
   });
 
-  return [user, key, repo, ...auditCommands(ctx, configOf, withControl)];
+  repo
+    .command('move <repo>')
+    .description('move repo <user>/<repo> to another Citus worker, online (writes to it pause, nothing fails)')
+    .requiredOption('--to <host:port>', 'the worker, as `repobase nodes` lists it')
+    .action(async (text: string, opts: { to: string }, cmd: Command) => {
+      const ref = checkRepoRef(text);
+      const to = parseNode(opts.to);
+      const done = await withControl(ctx, configOf(cmd), async (c) => {
+        await requireCitus(c);
+        if (!(await c.getRepo(ref))) throw new PgError(SqlState.InvalidSchemaName, `repo "${ref.owner}/${ref.repo}" does not exist`);
+        return moveRepo(c.admin, `${ref.owner}/${ref.repo}`, to);
+      });
+      ctx.out(done === 'moved' ? `moved ${ref.owner}/${ref.repo} to ${nodeName(to)}\n` : `${ref.owner}/${ref.repo} is already on ${nodeName(to)}\n`);
+    });
+
+  const nodes = new Command('nodes')
+    .description('list the Citus nodes with the repos each holds and their size')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const list = await withControl(ctx, configOf(cmd), async (c) => {
+        await requireCitus(c);
+        return listNodes(c.admin);
+      });
+      if (opts.json) return ctx.out(`${JSON.stringify(list, null, 2)}\n`);
+      ctx.out(formatTable(['NODE', 'ROLE', 'ACTIVE', 'REPOS', 'SIZE'], list.map((n) => [nodeName(n), n.role, n.active ? 'yes' : 'no', String(n.repos), formatBytes(n.bytes)])));
+    });
+
+  return [user, key, repo, nodes, ...auditCommands(ctx, configOf, withControl)];
+}
+
+async function requireCitus(control: ControlPlane): Promise<void> {
+  if (!(await hasCitus(control.admin))) {
+    throw new PgError(SqlState.FeatureNotSupported, 'the upstream is not a Citus coordinator: there is one node and nothing to move', {
+      hint: 'repos live on worker nodes only when REPOBASE_UPSTREAM_URL points at a Citus coordinator with schema-based sharding',
+    });
+  }
+}
+
+function formatBytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }

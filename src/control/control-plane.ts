@@ -25,6 +25,9 @@ import {
   type StoredKey,
 } from './keys.js';
 import { migrate, schemaEventsInstalled } from './migrations.js';
+import { repoPlacer } from './placement.js';
+import { hasCitus } from '../upstream/citus.js';
+import { isJoinRefusal, Placements } from '../upstream/citus-joins.js';
 import { parseRepoRef, type RepoRef } from './names.js';
 import {
   deleteRepo,
@@ -74,6 +77,8 @@ export interface Rights {
 /** Back-off of the retries of `openWhenReachable`: doubling from the first delay up to the last. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 2_000;
+/** On Citus: how often the cache of where repos are placed is read again (see citus-joins.ts). */
+const PLACEMENTS_REFRESH_MS = 10_000;
 
 export interface ControlPlaneOptions {
   /** Listen for changes made by other instances (serving processes do; one-shot CLI commands don't). */
@@ -89,6 +94,10 @@ export class ControlPlane {
   private readonly lastUsed: LastUsedRecorder;
   private readonly schemaHandlers = new Set<(change: SchemaChange) => void>();
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
+  /** Set on a Citus coordinator: where each repo is stored. */
+  private placements: Placements | undefined;
+  private placer: ((change: SchemaChange) => void) | undefined;
+  private stopPlacements: (() => void) | undefined;
   /** Where front ends report audited actions (buffered; see audit.ts). */
   readonly audit: AuditLog;
   /** Where front ends count per-user usage (buffered; see usage.ts). */
@@ -136,12 +145,28 @@ export class ControlPlane {
     return plane;
   }
 
+  /**
+   * A clearer error for an upstream error of `sql`, where repobase knows more than Postgres said:
+   * on Citus, a join of repos on different nodes names the repos (see upstream/citus-joins.ts).
+   */
+  async explainError(err: PgError, sql: string): Promise<PgError | undefined> {
+    if (this.placements === undefined || !isJoinRefusal(err)) return undefined;
+    await this.placements.refresh();
+    return this.placements.explain(err, sql);
+  }
+
   /** Start-up work on the upstream: the one thing `open` and each retry of `openWhenReachable` do. */
   private async prepare(opts: ControlPlaneOptions): Promise<void> {
     const applied = await migrate(this.cluster.admin);
     if (applied.length) this.log.info({ applied }, 'control plane migrated');
     const reset = await inTransaction(this.cluster.admin, (db) => syncRolePasswords(db, this.cluster.secret, secretFingerprint(this.cluster.secret)));
     if (reset) this.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
+    if (await hasCitus(this.cluster.admin)) {
+      const placements = (this.placements ??= new Placements(this.cluster.admin, this.log));
+      await placements.refresh();
+      this.stopPlacements ??= placements.keepFresh(PLACEMENTS_REFRESH_MS);
+      this.placer = repoPlacer(this.cluster.admin, this.log, () => void placements.refresh());
+    }
     if (opts.listen && !this.closed) {
       this.listener ??= listen(this.cluster.adminConfig, (e) => this.onEvent(e), this.log); // once, though a retry may come back here
       await this.listener.ready;
@@ -207,6 +232,7 @@ export class ControlPlane {
   private onEvent(e: ListenerEvent): void {
     switch (e.kind) {
       case 'schema':
+        this.placer?.(e.change);
         for (const handler of this.schemaHandlers) handler(e.change);
         break;
       case 'key':
@@ -439,6 +465,7 @@ export class ControlPlane {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    this.stopPlacements?.();
     await this.listener?.close();
     await Promise.all([this.lastUsed.close(), this.audit.close(), this.usage.close()]);
   }

@@ -2,7 +2,8 @@
  * The one error path of the HTTP front end: anything thrown becomes a PgError, its HTTP status
  * comes from its SQLSTATE (a few exact codes, then the class; never the message text), and the
  * body is `{"error":{code,message,detail,hint,position},"query_string"}`. Errors that are not
- * PgErrors are logged with their stack and answered as `XX000 internal error`.
+ * PgErrors, and repobase's own XX000s, are logged with their stack and answered as
+ * `XX000 internal error`; an error the upstream reported keeps its message, whatever its code.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PgError, SqlState } from '../shared/errors.js';
@@ -127,7 +128,8 @@ export function publicError(err: unknown, req: FastifyRequest): { status: number
   const pgErr =
     err instanceof PgError ? err : typeof err === 'object' && err !== null && 'code' in err ? fromFastifyError(err as FastifyError) : fromMultipartError(err);
   const status = pgErr ? statusForSqlState(pgErr.code) : 500;
-  if (!pgErr || status === 500) {
+  // An upstream's own error (Citus reports some refusals as XX000) is the client's to read.
+  if (!pgErr || (status === 500 && !pgErr.fromUpstream)) {
     req.log.error({ err }, 'internal error');
     return { status: 500, error: new PgError(SqlState.InternalError, 'internal error', { detail: `request id ${req.id}` }) };
   }

@@ -5,6 +5,7 @@ import type { Need } from './facts.js';
 import { boolConst, nodeOf, stringConst, type Json } from './json.js';
 import { splitIdentifiers } from './names.js';
 import { refusals } from './refusals.js';
+import { citusFunctionRefusal, citusSettingRefusal } from './citus.js';
 import { readingSettingRefusal } from './settings.js';
 import type { Walker } from './walker.js';
 
@@ -77,6 +78,8 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
   const name = names[names.length - 1] ?? '';
   if (sqlTextFunctions.has(name) || name.startsWith('dblink')) w.refuse(refusals.sqlTextFunction(name));
   if (fileFunctions.has(name)) w.refuse(refusals.fileFunction(name));
+  const citus = citusFunctionRefusal(name);
+  if (citus) w.refuse(citus);
   if (name === 'set_config') setConfig(w, args);
   if (name === 'pg_notify' && w.ctx.offsets !== null && !w.ctx.body && typeof location === 'number' && location >= 0) {
     // Redirected to the service's pg_notify, which puts the channel in the caller's namespace.
@@ -101,6 +104,8 @@ function setConfig(w: Walker, args: readonly Json[]): void {
     w.refuse(refusals.nonConstant('set_config', 'setting name'));
   } else if (setting === 'role' || setting === 'session_authorization') {
     w.refuse(refusals.roleGames(`set_config('${setting}', …)`));
+  } else if (citusSettingRefusal(setting)) {
+    w.refuse(citusSettingRefusal(setting)!);
   } else if (setting === 'standard_conforming_strings' || setting === 'client_encoding') {
     const refusal = readingSettingRefusal(setting, constString(args[1]) ?? '?');
     if (refusal) w.refuse(refusal);

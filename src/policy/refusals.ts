@@ -68,6 +68,21 @@ export const refusals = {
     message: 'COPY to or from a server file or program is not allowed',
     hint: 'use COPY … FROM STDIN or COPY … TO STDOUT (psql: \\copy), or the upload API',
   } satisfies Refusal,
+  citusFunction: (name: string): Refusal => ({
+    code: denied,
+    message: `${name}() is not allowed: Citus' administrative functions are for the operator of the cluster`,
+    hint: 'repos are placed and moved by the service (repobase repo move, for operators)',
+  }),
+  citusMetadata: (name: string): Refusal => ({
+    code: denied,
+    message: `reading ${name} is not allowed: Citus' metadata describes every user's repos and the cluster's nodes`,
+    hint: `a table of yours with this name is reached through its repo: "<user>/<repo>".${name}`,
+  }),
+  citusSetting: (name: string): Refusal => ({
+    code: denied,
+    message: `setting ${name} is not allowed: Citus settings are for the operator of the cluster`,
+    hint: 'remove it; RESET returns a Citus setting to the operator\'s value',
+  }),
   sqlTextFunction: (name: string): Refusal => ({
     code: denied,
     message: `${name}() is not allowed: it runs SQL given as text, which repobase cannot check`,

@@ -12,6 +12,7 @@
 // resolves through pg_catalog first, and Postgres' role wall guards what it reaches.
 import { SqlState } from '../shared/errors.js';
 import { informationSchemaRelations, pgCatalogRelations } from './catalog.js';
+import { citusRelationRefusal } from './citus.js';
 import type { NameRef, Need, Refusal } from './facts.js';
 import { isSystemSchema, isTempSchema, splitRepo } from './names.js';
 import type { Rights } from './types.js';
@@ -84,6 +85,8 @@ function knownSystemRelation(schema: string, name: string): boolean {
 export function checkRef(ref: NameRef, rights: Rights, path: readonly string[]): Refusal | null {
   const where: Where = { command: ref.command, position: ref.position };
   if (ref.kind === 'schema') return checkSchema(ref.schema ?? '', ref.need, rights, where);
+  const citus = ref.kind === 'relation' && !ref.create ? citusRelationRefusal(ref.schema, ref.name) : undefined;
+  if (citus) return where.position === null ? citus : { ...citus, position: where.position };
   if (ref.schema !== null) return ref.temp && isTempSchema(ref.schema) ? null : checkSchema(ref.schema, ref.need, rights, where);
   const explicit = path.filter((s) => s !== '$user');
   const viaPath: Where = { ...where, unqualified: ref.name };

@@ -4,6 +4,7 @@ import { channelStatement } from './channels.js';
 import type { Refusal } from './facts.js';
 import { arr, obj, str, stringConst, type JsonObject } from './json.js';
 import { refusals } from './refusals.js';
+import { citusSettingRefusal } from './citus.js';
 import { readingSettingRefusal } from './settings.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
@@ -82,7 +83,10 @@ function variableSet(w: Walker, n: JsonObject): void {
     if (!isReset) w.refuse(r.roleGames(name === 'role' ? 'SET ROLE' : 'SET SESSION AUTHORIZATION'));
     return;
   }
-  const reading = readingSettingRefusal(name, kind === 'VAR_RESET' || kind === 'VAR_SET_DEFAULT' ? undefined : arr(n.args).map((a) => stringConst(a) ?? '').join(','));
+  const resets = kind === 'VAR_RESET' || kind === 'VAR_SET_DEFAULT';
+  const citus = resets ? undefined : citusSettingRefusal(name);
+  if (citus) return w.refuse(citus);
+  const reading = readingSettingRefusal(name, resets ? undefined : arr(n.args).map((a) => stringConst(a) ?? '').join(','));
   if (reading) return w.refuse(reading);
   if (name !== 'search_path' || kind === 'VAR_SET_CURRENT') return;
   if (n.is_local === true) {
@@ -108,7 +112,7 @@ function variableSet(w: Walker, n: JsonObject): void {
 export function functionSetting(n: JsonObject): Refusal | undefined {
   const name = (str(n.name) ?? '').toLowerCase();
   if (name === 'role' || name === 'session_authorization') return r.roleGames(`a function's SET ${name}`);
-  return undefined;
+  return citusSettingRefusal(name);
 }
 
 function discard(w: Walker, n: JsonObject): void {

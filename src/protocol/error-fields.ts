@@ -82,6 +82,7 @@ export function pgErrorFromFields(fields: Map<string, string>, fallback: Severit
     hint: fields.get('H'),
     position,
     extra: Object.keys(extra).length > 0 ? extra : undefined,
+    fromUpstream: true,
   });
 }
 

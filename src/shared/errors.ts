@@ -33,6 +33,7 @@ export const SqlState = {
   ProgramLimitExceeded: '54000',
   StatementTooComplex: '54001',
   TooManyConnections: '53300',
+  ObjectNotInPrerequisiteState: '55000',
   CannotConnectNow: '57P03',
   QueryCanceled: '57014',
   AdminShutdown: '57P01',
@@ -51,6 +52,8 @@ export interface PgErrorFields {
   severity?: Severity | undefined;
   /** Further Postgres fields (schema, table, column, constraint, where, …) kept as received. */
   extra?: Readonly<Record<string, string>> | undefined;
+  /** Reported by the upstream Postgres (its ErrorResponse), not made by repobase. */
+  fromUpstream?: boolean | undefined;
 }
 
 /** An error with a SQLSTATE. `code` is any five-character SQLSTATE, not only the ones named above. */
@@ -61,6 +64,7 @@ export class PgError extends Error {
   readonly position: number | undefined;
   readonly severity: Severity;
   readonly extra: Readonly<Record<string, string>> | undefined;
+  readonly fromUpstream: boolean;
 
   constructor(code: string, message: string, fields: PgErrorFields = {}) {
     super(message);
@@ -71,6 +75,7 @@ export class PgError extends Error {
     this.position = fields.position;
     this.severity = fields.severity ?? 'ERROR';
     this.extra = fields.extra;
+    this.fromUpstream = fields.fromUpstream ?? false;
   }
 
   /** Plain fields, for logs and the HTTP error body. */

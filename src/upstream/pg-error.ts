@@ -38,6 +38,7 @@ export function fromDriverError(err: unknown): PgError | undefined {
       position: e.position !== undefined ? Number(e.position) : undefined,
       severity: (e.severity as Severity | undefined) ?? 'ERROR',
       extra: Object.keys(extra).length ? extra : undefined,
+      fromUpstream: true,
     });
   }
   if ((e.code && connectionCodes.has(e.code)) || /Connection terminated|connection timeout|timeout expired/i.test(e.message)) {

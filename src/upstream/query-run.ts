@@ -20,8 +20,9 @@
  * `Sync`): 21–24 µs of Postgres CPU per one-row select instead of 27–29 (20–21 with no reset).
  * If the statement fails, its transaction takes the reset with it; the next request resets again.
  * Postgres refuses a few statements inside a transaction block (VACUUM, CREATE INDEX
- * CONCURRENTLY, CREATE DATABASE…: 25001, before they do anything): those are run again after the
- * reset as a Query of its own.
+ * CONCURRENTLY, CREATE DATABASE…: 25001, before they do anything), and Citus DDL that it
+ * propagates to its workers inside a multi-statement query: those are run again after the reset
+ * as a Query of its own.
  *
  * A statement ended early (its client gone, a cancel asked for, the row cap reached) is cancelled
  * in Postgres — a CancelRequest to its backend, as libpq sends it — and the rest of its answer is
@@ -80,10 +81,20 @@ function request(sql: string, reset: Reset): Buffer {
   }
 }
 
+/**
+ * Whether Postgres refused the statement for the reset in front of it, before doing anything: a
+ * statement that cannot run in a transaction block (25001), or DDL that Citus propagates to its
+ * workers, which it cannot do from a multi-statement query (42601). Either runs again after the
+ * reset as a Query of its own; nothing else pays for the second round trip.
+ */
+function refusesPrefix(err: PgError): boolean {
+  return err.code === SqlState.ActiveSqlTransaction || (err.code === SqlState.SyntaxError && err.message === 'cannot insert multiple commands into a prepared statement');
+}
+
 /** An error of the statement, its position counted in the statement rather than in the Query that prefixed it. */
 function unprefixed(err: PgError): PgError {
   if (err.position === undefined || err.position <= RESET_PREFIX.length) return err;
-  return new PgError(err.code, err.message, { detail: err.detail, hint: err.hint, severity: err.severity, extra: err.extra, position: err.position - RESET_PREFIX.length });
+  return new PgError(err.code, err.message, { detail: err.detail, hint: err.hint, severity: err.severity, extra: err.extra, fromUpstream: err.fromUpstream, position: err.position - RESET_PREFIX.length });
 }
 
 const COPY_FAIL = buildCopyFail('COPY FROM STDIN is not available over REST');
@@ -152,7 +163,7 @@ export class RunningStatement {
     if (signal?.aborted) throw canceled();
     const reset: Reset = !session.needsReset ? 'none' : !session.readingChanged ? 'prefix' : 'alone';
     let statement = await RunningStatement.send(session, sql, batchRows, reset, signal);
-    if (reset === 'prefix' && statement.error?.code === SqlState.ActiveSqlTransaction && statement.reusable) {
+    if (reset === 'prefix' && statement.error && refusesPrefix(statement.error) && statement.reusable) {
       if (signal?.aborted) throw canceled();
       statement = await RunningStatement.send(session, sql, batchRows, 'alone', signal);
     }

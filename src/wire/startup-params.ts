@@ -6,6 +6,7 @@
  */
 import { quoteIdent, splitIdentifiers } from '../policy/names.js';
 import { readingSettingRefusal } from '../policy/settings.js';
+import { citusSettingRefusal } from '../policy/citus.js';
 import { PgError, SqlState } from '../shared/errors.js';
 
 const IDENTITY = new Set(['role', 'session_authorization', 'is_superuser']);
@@ -70,6 +71,8 @@ export function upstreamStartup(client: Readonly<Record<string, string>>, repoPa
         hint: 'each API key connects as its own user; remove it from the connection options',
       });
     }
+    const citus = citusSettingRefusal(key);
+    if (citus) throw new PgError(citus.code, citus.message, { severity: 'FATAL', hint: 'remove it from the connection options' });
     const reading = readingSettingRefusal(key, value);
     if (reading) throw new PgError(reading.code, reading.message, { severity: 'FATAL', hint: key === 'client_encoding' ? 'set client_encoding=UTF8 (PGCLIENTENCODING=UTF8)' : reading.hint });
     params[name] = value;

@@ -135,7 +135,7 @@ async function stream(
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), signal);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
-    throw tagOrigin(err, 'upstream');
+    throw tagOrigin((err instanceof PgError && (await deps.control.explainError(err, sql))) || err, 'upstream');
   }
   const { statement } = started;
   const writer = createWriter(format, queryString, started.columns);
