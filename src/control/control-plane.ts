@@ -155,6 +155,11 @@ export class ControlPlane {
     return this.placements.explain(err, sql);
   }
 
+  /** As `explainError`, at once, from what is known now (the wire relay answers in order). */
+  explainErrorNow(err: PgError, sql: string): PgError | undefined {
+    return this.placements?.explain(err, sql);
+  }
+
   /** Start-up work on the upstream: the one thing `open` and each retry of `openWhenReachable` do. */
   private async prepare(opts: ControlPlaneOptions): Promise<void> {
     const applied = await migrate(this.cluster.admin);

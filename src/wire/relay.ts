@@ -530,8 +530,12 @@ export class Relay {
           return;
         }
       }
-      countError('wire', 'upstream', decodeErrorResponse(frame).code);
+      const error = decodeErrorResponse(frame);
+      countError('wire', 'upstream', error.code);
       if (frame.includes('SFATAL')) this.upstreamFatal = true;
+      const sql = head?.kind === 'upstream' ? head.p.sql : undefined;
+      const explained = sql === undefined ? undefined : this.deps.control.explainErrorNow(error, sql);
+      if (explained) frame = buildErrorResponse(explained);
     }
     this.toClient.add(frame);
   };

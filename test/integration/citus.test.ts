@@ -238,6 +238,17 @@ describe("a user's repos live together", () => {
     expect(refused.body.error?.code).toBe('0A000');
     expect(refused.body.error?.message).toBe(`repos "${reader.name}/mine" and "${owner.name}/open" are stored on different nodes of the cluster and cannot be joined`);
     expect(refused.body.error?.hint).toContain('copy what you need into one of your repos');
+    const wire = new pg.Client(svc.pgOptions(reader.name, reader.key));
+    await wire.connect();
+    try {
+      await expect(wire.query(join)).rejects.toMatchObject({
+        code: '0A000',
+        message: `repos "${reader.name}/mine" and "${owner.name}/open" are stored on different nodes of the cluster and cannot be joined`,
+      });
+      expect((await wire.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]);
+    } finally {
+      await wire.end();
+    }
     // Each alone is fine.
     expect((await rest(reader.key, `SELECT count(*)::int FROM "${owner.name}/open".t`)).status).toBe(200);
   });
