@@ -63,6 +63,32 @@ async function ensurePgbouncer(): Promise<string | undefined> {
   return r.code === 0 ? undefined : `pgbouncer could not be installed: ${r.stderr.trim().split('\n').slice(-1)[0] ?? ''}`;
 }
 
+export const BIN = join(packageRoot, 'bin', 'repobase.js');
+
+/** The environment of a measured repobase on `upstreamUrl` (a fresh server secret each time). */
+export function serviceEnv(upstreamUrl: string, dataDir: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    REPOBASE_UPSTREAM_URL: upstreamUrl,
+    REPOBASE_DATA_DIR: dataDir,
+    REPOBASE_SECRET: randomBytes(16).toString('hex'),
+    REPOBASE_LOG_LEVEL: 'warn',
+    REPOBASE_PG_SESSIONS_PER_USER: String(POOL_SIZE * 2),
+    REPOBASE_UPSTREAM_POOL_MAX: String(POOL_SIZE),
+    // The REST scenarios measure throughput, not the per-key rate limit.
+    REPOBASE_RATE_LIMIT_MAX: '100000000',
+  };
+}
+
+/** Creates the benchmark's user and its pgbench repo with the admin commands; returns the user's API key. */
+export async function createBenchUser(env: NodeJS.ProcessEnv): Promise<string> {
+  const created = await run(process.execPath, [BIN, 'user', 'create', USER], { env });
+  if (created.code !== 0) throw new Error(`repobase user create failed: ${created.stderr}`);
+  const repo = await run(process.execPath, [BIN, 'repo', 'create', REPO], { env });
+  if (repo.code !== 0) throw new Error(`repobase repo create failed: ${repo.stderr}`);
+  return created.stdout.trim();
+}
+
 export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv> {
   const dir = await mkdtemp(join(tmpdir(), 'repobase-bench-'));
   await chmod(dir, 0o755);
@@ -90,26 +116,12 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
     const pgVersion = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
 
     log('starting repobase');
-    const secret = randomBytes(16).toString('hex');
-    const env = {
-      ...process.env,
-      REPOBASE_UPSTREAM_URL: cluster.adminUrl,
-      REPOBASE_DATA_DIR: join(dir, 'repobase'),
-      REPOBASE_SECRET: secret,
-      REPOBASE_LOG_LEVEL: 'warn',
-      REPOBASE_PG_SESSIONS_PER_USER: String(POOL_SIZE * 2),
-      REPOBASE_UPSTREAM_POOL_MAX: String(POOL_SIZE),
-      // The REST scenario measures throughput, not the per-key rate limit.
-      REPOBASE_RATE_LIMIT_MAX: '100000000',
-    };
-    const bin = join(packageRoot, 'bin', 'repobase.js');
-    const created = await run(process.execPath, [bin, 'user', 'create', USER], { env });
-    if (created.code !== 0) throw new Error(`repobase user create failed: ${created.stderr}`);
-    const key = created.stdout.trim();
-    await run(process.execPath, [bin, 'repo', 'create', REPO], { env });
+    const env = serviceEnv(cluster.adminUrl, join(dir, 'repobase'));
+    const secret = env.REPOBASE_SECRET!;
+    const key = await createBenchUser(env);
     const serve = async (workers: string) => {
       const [httpPort, wirePort] = [await freePort(), await freePort()];
-      const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
+      const service = start('repobase', process.execPath, [BIN, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
       stops.push(service.stop);
       const httpUrl = `http://127.0.0.1:${httpPort}`;
       // The banner comes once every worker serves.

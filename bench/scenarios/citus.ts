@@ -5,13 +5,11 @@
  * the bare fastify+pg route on the coordinator. Ratios, as for the single cluster; the CPU per
  * request counts the coordinator's processes, not the worker's.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { packageRoot } from '../../src/shared/package-root.js';
-import { conninfo, POOL_SIZE, REPO, USER, type Conn } from '../env.js';
+import { BIN, conninfo, createBenchUser, REPO, serviceEnv, USER, type Conn } from '../env.js';
 import { startCitus } from '../lib/citus.js';
 import { freePort, run, start, waitFor } from '../lib/proc.js';
 import { BARE_BODY, measure, startBare, type RestOptions, type RestResult } from './rest.js';
@@ -33,24 +31,10 @@ export async function runCitus(opts: { wire: WireOptions; rest: RestOptions; sca
   const dir = await mkdtemp(join(tmpdir(), 'repobase-bench-citus-'));
   const stops: (() => Promise<void>)[] = [() => citus.stop(), () => rm(dir, { recursive: true, force: true })];
   try {
-    const secret = randomBytes(16).toString('hex');
-    const env = {
-      ...process.env,
-      REPOBASE_UPSTREAM_URL: citus.url(),
-      REPOBASE_DATA_DIR: join(dir, 'repobase'),
-      REPOBASE_SECRET: secret,
-      REPOBASE_LOG_LEVEL: 'warn',
-      REPOBASE_PG_SESSIONS_PER_USER: String(POOL_SIZE * 2),
-      REPOBASE_UPSTREAM_POOL_MAX: String(POOL_SIZE),
-      REPOBASE_RATE_LIMIT_MAX: '100000000',
-    };
-    const bin = join(packageRoot, 'bin', 'repobase.js');
-    const created = await run(process.execPath, [bin, 'user', 'create', USER], { env });
-    if (created.code !== 0) throw new Error(`repobase user create failed: ${created.stderr}`);
-    const key = created.stdout.trim();
-    await run(process.execPath, [bin, 'repo', 'create', REPO], { env });
+    const env = serviceEnv(citus.url(), join(dir, 'repobase'));
+    const key = await createBenchUser(env);
     const [httpPort, wirePort] = [await freePort(), await freePort()];
-    const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: '0' });
+    const service = start('repobase', process.execPath, [BIN, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: '0' });
     stops.push(service.stop);
     const httpUrl = `http://127.0.0.1:${httpPort}`;
     await waitFor('repobase on Citus', async () => service.output().includes('repobase is running') && (await fetch(`${httpUrl}/healthz`)).ok, 60_000);
