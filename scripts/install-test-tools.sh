@@ -9,8 +9,17 @@ cd "$(dirname "$0")/.."
 
 chromium="${REPOBASE_TEST_CHROMIUM:-/usr/bin/chromium}"
 citus_bin="${REPOBASE_TEST_CITUS_BIN:-/usr/lib/postgresql/15/bin}"
-# Citus 13.2 built for Debian's PostgreSQL 15, installed by the script its archive ships with.
-citus_installer="${REPOBASE_CITUS_INSTALLER:-../shared/citus/install.sh}"
+# Citus 13.2 built for Debian's PostgreSQL 15, installed by the script its archive ships with: in
+# a shared/citus folder beside the repository (or beside a folder above it), unless named.
+citus_installer="${REPOBASE_CITUS_INSTALLER:-}"
+if [ -z "$citus_installer" ]; then
+  dir="$PWD"
+  while [ "$dir" != / ] && [ -z "$citus_installer" ]; do
+    [ -f "$dir/../shared/citus/install.sh" ] && citus_installer="$dir/../shared/citus/install.sh"
+    dir=$(dirname "$dir")
+  done
+  citus_installer="${citus_installer:-../shared/citus/install.sh}"
+fi
 
 missing=()
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
