@@ -187,7 +187,7 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
         return listNodes(c.admin);
       });
       if (opts.json) return ctx.out(`${JSON.stringify(list, null, 2)}\n`);
-      ctx.out(formatTable(['NODE', 'ROLE', 'ACTIVE', 'REPOS', 'SIZE'], list.map((n) => [nodeName(n), n.role, n.active ? 'yes' : 'no', String(n.repos), formatBytes(n.bytes)])));
+      ctx.out(formatTable(['NODE', 'ROLE', 'ACTIVE', 'REPOS', 'SIZE'], list.map((n) => [nodeName(n), n.role, n.active ? 'yes' : 'no', String(n.repos), n.size])));
     });
 
   return [user, key, repo, nodes, ...auditCommands(ctx, configOf, withControl)];
@@ -199,14 +199,4 @@ async function requireCitus(control: ControlPlane): Promise<void> {
       hint: 'repos live on worker nodes only when REPOBASE_UPSTREAM_URL points at a Citus coordinator with schema-based sharding',
     });
   }
-}
-
-function formatBytes(n: number): string {
-  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }

@@ -134,14 +134,17 @@ export interface NodeInfo extends NodeAddress {
   active: boolean;
   repos: number;
   bytes: number;
+  /** `bytes` for people (`pg_size_pretty`). */
+  size: string;
 }
 
 /** The cluster's nodes with the repos each holds and their size. */
 export async function listNodes(db: Queryable): Promise<NodeInfo[]> {
-  const res = await db.query<{ host: string; port: number; role: string; active: boolean; repos: string; bytes: string }>(
+  const res = await db.query<{ host: string; port: number; role: string; active: boolean; repos: string; bytes: string; size: string }>(
     `SELECT n.nodename AS host, n.nodeport AS port,
             CASE WHEN n.groupid = 0 THEN 'coordinator' ELSE 'worker' END AS role, n.isactive AS active,
-            count(DISTINCT c.relnamespace) AS repos, coalesce(sum(s.shard_size), 0) AS bytes
+            count(DISTINCT c.relnamespace) AS repos, coalesce(sum(s.shard_size), 0) AS bytes,
+            pg_catalog.pg_size_pretty(coalesce(sum(s.shard_size), 0)::bigint) AS size
        FROM pg_catalog.pg_dist_node n
        LEFT JOIN pg_catalog.citus_shards s ON s.nodename = n.nodename AND s.nodeport = n.nodeport AND s.citus_table_type = 'schema'
        LEFT JOIN pg_catalog.pg_class c ON c.oid = s.table_name
@@ -149,5 +152,5 @@ export async function listNodes(db: Queryable): Promise<NodeInfo[]> {
       GROUP BY n.nodeid, n.nodename, n.nodeport, n.groupid, n.isactive
       ORDER BY n.groupid, n.nodename, n.nodeport`,
   );
-  return res.rows.map((r) => ({ host: r.host, port: Number(r.port), role: r.role, active: r.active, repos: Number(r.repos), bytes: Number(r.bytes) }));
+  return res.rows.map((r) => ({ host: r.host, port: Number(r.port), role: r.role, active: r.active, repos: Number(r.repos), bytes: Number(r.bytes), size: r.size }));
 }
