@@ -120,6 +120,36 @@ export function canceled(): PgError {
  */
 const CANCEL_GRACE_MS = 5_000;
 
+/**
+ * Asks a statement to end early (its client went away, a cancel named it): a one-shot flag with
+ * one listener. Every REST request makes one, so it is a plain object rather than an
+ * AbortController, whose EventTarget and signal cost the route ≈ 2 % of its CPU.
+ */
+export class CancelFlag {
+  private listener: (() => void) | undefined;
+  private raised = false;
+
+  /** Whether `cancel` was called. */
+  get cancelled(): boolean {
+    return this.raised;
+  }
+
+  /** Raises the flag and calls the listener, once. */
+  cancel(): void {
+    if (this.raised) return;
+    this.raised = true;
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+
+  /** Calls `listener` when the flag is raised (at once if it is already); replaces the listener before. */
+  onCancel(listener: () => void): void {
+    if (this.raised) listener();
+    else this.listener = listener;
+  }
+}
+
 /** A statement whose rows are read batch by batch. */
 export class RunningStatement {
   private fields: FieldDescription[] | undefined;
@@ -150,7 +180,7 @@ export class RunningStatement {
   /**
    * Sends `sql` and waits for its columns and first batch of at most `batchRows` rows (or its
    * end), so an error raised before any row is thrown here, while the answer's status can still
-   * say so. `columns` are then known. When `signal` aborts (before or after this resolves), the
+   * say so. `columns` are then known. When `stop` is raised (before or after this resolves), the
    * statement is cancelled (see `cancel`) and ends with 57014.
    */
   static async start(
@@ -158,14 +188,14 @@ export class RunningStatement {
     sql: string,
     types: TypeCatalog,
     batchRows: number,
-    signal?: AbortSignal,
+    stop?: CancelFlag,
   ): Promise<{ statement: RunningStatement; columns: Column[]; firstRows: Row[] }> {
-    if (signal?.aborted) throw canceled();
+    if (stop?.cancelled) throw canceled();
     const reset: Reset = !session.needsReset ? 'none' : !session.readingChanged ? 'prefix' : 'alone';
-    let statement = await RunningStatement.send(session, sql, batchRows, reset, signal);
+    let statement = await RunningStatement.send(session, sql, batchRows, reset, stop);
     if (reset === 'prefix' && statement.error && refusesPrefix(statement.error) && statement.reusable) {
-      if (signal?.aborted) throw canceled();
-      statement = await RunningStatement.send(session, sql, batchRows, 'alone', signal);
+      if (stop?.cancelled) throw canceled();
+      statement = await RunningStatement.send(session, sql, batchRows, 'alone', stop);
     }
     if (statement.status !== undefined && statement.error) throw statement.error;
     const fields = statement.fields ?? [];
@@ -177,12 +207,12 @@ export class RunningStatement {
   }
 
   /** Writes the batch and waits for the statement's columns and first batch of rows, or its end. */
-  private static async send(session: UpstreamSession, sql: string, batchRows: number, reset: Reset, signal: AbortSignal | undefined): Promise<RunningStatement> {
+  private static async send(session: UpstreamSession, sql: string, batchRows: number, reset: Reset, stop: CancelFlag | undefined): Promise<RunningStatement> {
     const statement = new RunningStatement(session, batchRows, reset);
     statement.listen();
     session.needsReset = true;
     session.socket.write(request(sql, reset));
-    signal?.addEventListener('abort', () => void statement.cancel(), { once: true });
+    stop?.onCancel(() => void statement.cancel());
     await statement.until(() => statement.status !== undefined || (statement.fields !== undefined && statement.buffered.length >= batchRows));
     // The session goes back to its pool only once a cancel is sent: it could reach the next statement otherwise.
     await statement.cancelling;

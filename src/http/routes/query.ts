@@ -13,7 +13,7 @@ import type { Decision, HandledAction, Policy, Session } from '../../policy/inde
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
 import { schemaHasObjects } from '../../upstream/query-catalog.js';
-import { canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
+import { CancelFlag, canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { TypeCatalog } from '../../upstream/query-types.js';
 import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
 import type { SessionPool } from '../../upstream/session-pool.js';
@@ -118,7 +118,7 @@ function ran(deps: QueryDeps, req: FastifyRequest, principal: Principal, sql: st
 
 /**
  * Starts the statement and returns its answer as a stream; errors before the first row are
- * thrown. When `signal` aborts, the statement is cancelled and ends with 57014.
+ * thrown. When `stop` is raised, the statement is cancelled and ends with 57014.
  */
 async function stream(
   deps: QueryDeps,
@@ -127,12 +127,12 @@ async function stream(
   queryString: string,
   format: ResultFormat,
   reply: FastifyReply,
-  signal: AbortSignal,
+  stop: CancelFlag,
 ): Promise<Readable | string> {
   const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
   let started: Awaited<ReturnType<typeof RunningStatement.start>>;
   try {
-    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), signal);
+    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), stop);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
     throw tagOrigin((err instanceof PgError && (await deps.control.explainError(err, sql))) || err, 'upstream');
@@ -202,18 +202,18 @@ async function stream(
 }
 
 /**
- * The signal that ends the request's statement: aborted when the client goes away before the
+ * The flag that ends the request's statement: raised when the client goes away before the
  * answer is complete (a browser's fetch abort closes the connection), or by a cancel of its
  * `X-Query-Id`, registered until the answer ends.
  */
-function requestSignal(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): AbortSignal {
-  const query = new AbortController();
-  const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, query);
+function requestStop(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): CancelFlag {
+  const stop = new CancelFlag();
+  const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, stop);
   reply.raw.once('close', () => {
     unregister?.();
-    if (!reply.raw.writableFinished) query.abort(new Error('the client went away'));
+    if (!reply.raw.writableFinished) stop.cancel();
   });
-  return query.signal;
+  return stop;
 }
 
 /** `POST /query/` and `POST /query/<id>/cancel`. */
@@ -235,7 +235,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       const principal = principalOf(req);
       const queryString = req.body.query_string;
       const format = negotiateFormat(req.headers.accept);
-      const signal = requestSignal(deps, principal, req.headers['x-query-id'], reply);
+      const stop = requestStop(deps, principal, req.headers['x-query-id'], reply);
       const next = await decide(deps, principal, queryString, req);
       // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
       const raw: FastifyReply = reply;
@@ -245,8 +245,8 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
         return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
       }
       req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
-      if (signal.aborted) throw canceled();
-      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, signal));
+      if (stop.cancelled) throw canceled();
+      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, stop));
     },
   );
 
