@@ -87,9 +87,13 @@ export async function startService(config: Config, log: Logger, options: Service
     let draining = false;
     const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
     const requests = new Set<ServerResponse>();
+    // One listener function for every request (not a closure each): this runs per REST request.
+    function forget(this: ServerResponse): void {
+      requests.delete(this);
+    }
     app.server.on('request', (_req, res: ServerResponse) => {
       requests.add(res);
-      res.on('close', () => requests.delete(res));
+      res.once('close', forget);
     });
     await app.listen({ host: config.host, port: config.httpPort }).catch((err: unknown) => {
       throw listenError(err, 'the HTTP server', config.host, config.httpPort, 'REPOBASE_HTTP_PORT');

@@ -332,18 +332,18 @@ export function watchPool(pool: string, read: () => PoolStates): () => void {
   return () => void poolSources.delete(source);
 }
 
-const poolWait = new client.Histogram({
-  name: 'repobase_upstream_pool_wait_seconds',
-  help: "Time a request waited for an upstream session because the user's sessions in that pool were all busy (until one was free, or the wait timed out with 53300), by pool.",
-  labelNames: ['pool'],
-  buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  registers: [registry],
-});
+const poolWait = tallyHistogram(
+  'repobase_upstream_pool_wait_seconds',
+  "Time a request waited for an upstream session because the user's sessions in that pool were all busy (until one was free, or the wait timed out with 53300), by pool.",
+  ['pool'],
+  [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+);
 
 /** Starts timing a wait for a session of `pool`; the returned function ends it. */
 export function timePoolWait(pool: string): () => void {
-  const end = poolWait.startTimer({ pool });
-  return () => void end();
+  const series = poolWait({ pool });
+  const start = performance.now();
+  return () => series.observe((performance.now() - start) / 1000);
 }
 
 // ── error origins across a throw ────────────────────────────────────────────────────────
