@@ -36,7 +36,7 @@ function option(name: string): string | undefined {
 }
 const settings = quick
   ? { rounds: 1, seconds: 1, restSeconds: 1, restWarmupSeconds: 0, scale: 1, connections: 500, uploadMb: 10, logins: 3, gridRows: 100_000, gridRounds: 5 }
-  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 2, scale: 10, connections: 10_000, uploadMb: 100, logins: 20, gridRows: 10_000_000, gridRounds: 20 };
+  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 5, scale: 10, connections: 10_000, uploadMb: 100, logins: 20, gridRows: 10_000_000, gridRounds: 20 };
 /** `--rounds 5`: more interleaved rounds (an A/B's ratios get a steadier median). */
 if (option('--rounds') !== undefined) {
   settings.rounds = Number(option('--rounds'));
