@@ -17,12 +17,13 @@ import { CancelFlag, canceled, RunningStatement, type Row } from '../../upstream
 import type { TypeCatalog } from '../../upstream/query-types.js';
 import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
 import type { SessionPool } from '../../upstream/session-pool.js';
+import type { UpstreamSession } from '../../upstream/session.js';
 import { principalOf } from '../auth.js';
 import { isDdlTag } from '../../control/audit.js';
 import { audit } from '../metering.js';
 import { countError, decisions, tagOrigin } from '../../observe/metrics.js';
 import { publicError } from '../errors.js';
-import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
+import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat, type ResultWriter } from '../result-formats.js';
 import type { RunningQueries } from '../running-queries.js';
 import { QueryHeaders, QueryIdParams, QueryRequest, QueryResult } from '../schemas.js';
 
@@ -40,6 +41,8 @@ export interface QueryDeps {
   /** Queries named by `X-Query-Id`, for `POST /query/<id>/cancel`. */
   running: RunningQueries;
 }
+
+type Started = Awaited<ReturnType<typeof RunningStatement.start>>;
 
 /** Rows per Execute: the unit of memory per request, whatever the size of the result. */
 const BATCH_ROWS = 1000;
@@ -130,7 +133,7 @@ async function stream(
   stop: CancelFlag,
 ): Promise<Readable | string> {
   const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
-  let started: Awaited<ReturnType<typeof RunningStatement.start>>;
+  let started: Started;
   try {
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), stop);
   } catch (err: unknown) {
@@ -144,9 +147,31 @@ async function stream(
     // the session back in the pool before the answer leaves. (CSV streams always: its truncation
     // flag is a trailer, which only a chunked answer has.)
     deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
-    ran(deps, reply.request, principal, queryString, statement.outcome.command, started.firstRows.length);
-    return writer.head() + writer.rows(started.firstRows) + writer.end({ ...statement.outcome, truncated: false });
+    const outcome = statement.outcome;
+    ran(deps, reply.request, principal, queryString, outcome.command, started.firstRows.length);
+    return writer.head() + writer.rows(started.firstRows) + writer.end({ command: outcome.command, rowCount: outcome.rowCount, truncated: false });
   }
+  return chunked({ deps, principal, queryString, format, reply, session, started, writer });
+}
+
+/** A statement whose answer did not come whole in its first batch, and what streaming it needs. */
+interface Streaming {
+  deps: QueryDeps;
+  principal: Principal;
+  queryString: string;
+  format: ResultFormat;
+  reply: FastifyReply;
+  session: UpstreamSession;
+  started: Started;
+  writer: ResultWriter;
+}
+
+/**
+ * The answer as a stream of pieces, batch by batch, up to the row cap. Apart from `stream` so
+ * that a request answered in one piece does not make this function's generators.
+ */
+function chunked({ deps, principal, queryString, format, reply, session, started, writer }: Streaming): Readable {
+  const { statement } = started;
   let truncated = false;
   let sent = 0;
   const take = (rows: readonly Row[]): readonly Row[] => {
