@@ -30,11 +30,19 @@ if (cluster.isWorker) {
 
 let defaultsOn = false;
 
+/**
+ * How often the event loop's delay is sampled, in ms. prom-client's default (10) wakes every
+ * process 100 times a second, idle or not: ≈ 2 ms of CPU per second per process here, three
+ * processes as shipped on two cores; 10 samples a second still give the lag's percentiles between
+ * two scrapes.
+ */
+const EVENT_LOOP_SAMPLE_MS = 100;
+
 /** Adds prom-client's process metrics (CPU, memory, event loop lag, GC, handles), once per process. */
 export function collectProcessMetrics(): void {
   if (defaultsOn) return;
   defaultsOn = true;
-  client.collectDefaultMetrics({ register: registry, prefix: 'repobase_' });
+  client.collectDefaultMetrics({ register: registry, prefix: 'repobase_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
 }
 
 /** The exposition text of this process alone. */
@@ -236,6 +244,8 @@ export const policyCacheHit = policyCache({ result: 'hit' });
 export const policyCacheMiss = policyCache({ result: 'miss' });
 
 // ── REST requests ───────────────────────────────────────────────────────────────────────
+// Every REST request is counted by route and status and timed: two look-ups of strings fastify
+// already holds, an addition and a bucket's increment, nothing allocated (see tallyHistogram).
 
 const httpRequests = tallyCounter('repobase_http_requests_total', 'HTTP requests answered, by method, route pattern (never the URL itself; "unmatched" for no route) and status.', ['method', 'route', 'status']);
 
