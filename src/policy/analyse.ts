@@ -2,7 +2,8 @@
 // asks, so the result is cached by text and serves every user.
 import { SqlState } from '../shared/errors.js';
 import { bodyHandlers } from './bodies.js';
-import { catalogHandlers, catalogRewrite } from './catalog-rewrite.js';
+import { catalogHandlers, noteCatalogRelation } from './catalog-refs.js';
+import { catalogRewrite } from './catalog-rewrite.js';
 import { ddlHandlers } from './ddl.js';
 import { dmlHandlers } from './dml.js';
 import { expressionHandlers } from './expressions.js';
@@ -51,8 +52,8 @@ function statementText(sql: string, raw: RawStatement, offsets: Offsets): { star
   };
 }
 
-function walk(facts: StatementFacts, node: Json, ctx: Omit<WalkContext, 'handlers' | 'forbidden' | 'nested'>): void {
-  const w = new Walker(facts, { ...ctx, handlers, forbidden: forbiddenStatements, nested });
+function walk(facts: StatementFacts, node: Json, ctx: Omit<WalkContext, 'handlers' | 'forbidden' | 'nested' | 'readRelation'>): void {
+  const w = new Walker(facts, { ...ctx, handlers, forbidden: forbiddenStatements, nested, readRelation: noteCatalogRelation });
   w.visit(node, 'read', noScope);
 }
 
@@ -67,7 +68,7 @@ function nested(w: Walker, sql: string, path: string[] | null): void {
   const offsets = offsetsOf(sql);
   for (const raw of parsed.statements) {
     const { start, end } = statementText(sql, raw, offsets);
-    const inner = new Walker(w.facts, { handlers, forbidden: forbiddenStatements, nested, offsets: null, path, body: true, text: sql.slice(start, end) });
+    const inner = new Walker(w.facts, { handlers, forbidden: forbiddenStatements, nested, readRelation: noteCatalogRelation, offsets: null, path, body: true, text: sql.slice(start, end) });
     inner.command = newFacts(raw.node).command;
     inner.visit(raw.node, 'read', noScope);
   }

@@ -47,19 +47,23 @@ export type SchemaCommand =
   | { kind: 'drop'; names: string[]; ifExists: boolean; cascade: boolean };
 
 /**
- * A read of a filtered catalog relation, redirected to its view (`catalog-rewrite.ts`): a
- * RangeVar (`pg_class`, `pg_catalog.pg_class`) or a column named through it
- * (`pg_catalog.pg_class.relname`).
+ * A reference redirected to the service's schemas (`catalog-refs.ts`, `catalog-rewrite.ts`): a read
+ * of a filtered catalog relation (`pg_class`, `pg_catalog.pg_class`) or of a column named through
+ * it (`pg_catalog.pg_class.relname`), a call of a function with a stand-in (`pg_get_viewdef(o)`,
+ * `pg_notify`), or a cast to a reg* type (`o::regclass`, wrapped to show only visible objects).
  */
 export interface CatalogRef {
-  kind: 'relation' | 'column' | 'function';
+  kind: 'relation' | 'column' | 'function' | 'cast';
   /** The parser's location (UTF-8 byte offset in the query string). */
   location: number;
   /** As written: null for an unqualified relation. */
   schema: string | null;
   name: string;
-  /** The service schema holding its view. */
+  /** The service schema holding its view or stand-in. */
   target: string;
+  /** A cast: where its argument's first token and its type name are (parser locations). */
+  argLocation?: number;
+  typeLocation?: number;
 }
 
 /** Where a LISTEN/NOTIFY/UNLISTEN statement names its channel (UTF-16 indexes in the query string). */
