@@ -7,7 +7,7 @@ import { catalogRewrite } from './catalog-rewrite.js';
 import { ddlHandlers } from './ddl.js';
 import { dmlHandlers } from './dml.js';
 import { expressionHandlers } from './expressions.js';
-import type { Analysis, StatementFacts } from './facts.js';
+import type { Analysis, Rewritten, StatementFacts } from './facts.js';
 import { nodeOf, type Json } from './json.js';
 import { objectHandlers } from './objects.js';
 import { offsetsOf, type Offsets } from './offsets.js';
@@ -75,12 +75,16 @@ function nested(w: Walker, sql: string, path: string[] | null): void {
 }
 
 /**
- * The string to forward instead of `sql`, or null: catalog reads redirected to the filtered views
- * first (a refusal when that cannot be done safely), then the seed rule on the result.
+ * The string to forward instead of `sql` with the edits of each rewrite (to map error positions
+ * back), or null: catalog reads redirected to the filtered views first (a refusal when that
+ * cannot be done safely), then the seed rule on the result.
  */
-function rewrite(sql: string, texts: readonly StatementText[], statements: StatementFacts[], offsets: Offsets): string | null {
+function rewrite(sql: string, texts: readonly StatementText[], statements: StatementFacts[], offsets: Offsets): Rewritten | null {
   const refs = statements.flatMap((s) => s.catalog);
-  if (refs.length === 0) return seedRewrite(sql, texts, offsets);
+  if (refs.length === 0) {
+    const seeded = seedRewrite(sql, texts, offsets);
+    return seeded === null ? null : { sql: seeded.sql, edits: [seeded.edits] };
+  }
   const redirected = catalogRewrite(sql, texts, refs, offsets);
   if ('code' in redirected) {
     const first = statements.find((s) => s.catalog.length > 0);
@@ -90,7 +94,7 @@ function rewrite(sql: string, texts: readonly StatementText[], statements: State
   const out = redirected.sql;
   const outOffsets = offsetsOf(out);
   const seeded = seedRewrite(out, redirected.parsed.map((raw) => ({ node: raw.node, ...statementText(out, raw, outOffsets) })), outOffsets);
-  return seeded ?? out;
+  return seeded === null ? { sql: out, edits: [redirected.edits] } : { sql: seeded.sql, edits: [redirected.edits, seeded.edits] };
 }
 
 const hasLoneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -19,15 +19,10 @@ import { scanTokens, type Token } from './lexer.js';
 import type { Offsets } from './offsets.js';
 import { isTempSchema } from './names.js';
 import { parseSql, type RawStatement } from './parse.js';
+import { applySplices, type Edit, type Splice } from './splices.js';
 
 /** The stand-in a cast to a reg* type is wrapped in. */
 const VISIBLE = 'visible';
-
-interface Splice {
-  from: number;
-  to: number;
-  text: string;
-}
 
 /** Whether a token is the identifier `name` as the parser read it (unquoted words fold to lower case). */
 function isIdent(t: Token | undefined, name: string): boolean {
@@ -138,7 +133,7 @@ export function catalogRewrite(
   statements: readonly StatementTree[],
   refs: readonly CatalogRef[],
   offsets: Offsets,
-): { sql: string; parsed: RawStatement[] } | Refusal {
+): { sql: string; parsed: RawStatement[]; edits: Edit[] } | Refusal {
   const splices: Splice[] = [];
   let tokens: Token[] | undefined;
   let matches: Map<number, number> | undefined;
@@ -155,9 +150,7 @@ export function catalogRewrite(
     if (splice === undefined) return catalogRefusals.unsafe;
     splices.push(splice);
   }
-  splices.sort((a, b) => b.from - a.from);
-  let out = sql;
-  for (const { from, to, text } of splices) out = out.slice(0, from) + text + out.slice(to);
+  const { text: out, edits: done } = applySplices(sql, splices);
   const parsed = parseSql(out);
   if (!parsed.ok || parsed.statements.length !== statements.length) return catalogRefusals.unsafe;
   const edits: Edits = {
@@ -169,7 +162,7 @@ export function catalogRewrite(
     const expected = edited(statements[i]?.node ?? null, edits);
     return JSON.stringify(edited(s.node, noEdits)) === JSON.stringify(expected);
   });
-  return same ? { sql: out, parsed: parsed.statements } : catalogRefusals.unsafe;
+  return same ? { sql: out, parsed: parsed.statements, edits: done } : catalogRefusals.unsafe;
 }
 
 /** The changes the splices must have made to the tree, by parser location. */

@@ -47,7 +47,7 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
     }
   }
   const done = changes ?? noChanges;
-  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite, changes: done, statements: count };
+  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count };
   if (analysis.channelText !== undefined) return channelDecision(analysis, analysis.channelText, rights.user, done);
   return { kind: 'allow', changes: done, statements: count };
 }
@@ -126,6 +126,6 @@ function channelDecision(analysis: Analysis, sql: string, user: string, changes:
   const listens = spans.filter((s) => s.listen && s.name.startsWith(`${user}/`)).map((s) => s.name);
   const extra = listens.length > 0 ? { listens } : {};
   const out = channelSql(sql, user, spans.filter((s) => !s.name.startsWith(`${user}/`)));
-  if (out === sql) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
-  return { kind: 'rewrite', sql: out, changes, statements: analysis.statements.length, ...extra };
+  if (out.text === sql) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
+  return { kind: 'rewrite', sql: out.text, edits: [out.edits], changes, statements: analysis.statements.length, ...extra };
 }

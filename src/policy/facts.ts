@@ -1,5 +1,6 @@
 // What the analysis learns from a query string. Plain data only: it is independent of who asks
 // (one cache serves every user), and it crosses the worker-thread boundary by structured clone.
+import type { Edit } from './splices.js';
 
 /** The access a reference needs: read rows, change rows, or own the repo (DDL). */
 export type Need = 'read' | 'write' | 'own';
@@ -105,12 +106,18 @@ export interface StatementFacts {
   schema: SchemaCommand | null;
 }
 
+/** The string forwarded instead of the client's, and the edits of each rewrite that made it, in order. */
+export interface Rewritten {
+  sql: string;
+  edits: Edit[][];
+}
+
 export interface Analysis {
   /** A refusal of the whole string (syntax error, NUL byte). */
   error: Refusal | null;
   statements: StatementFacts[];
-  /** The whole query string with the seed rule applied, when it changed anything. */
-  rewrite: string | null;
+  /** The whole query string with the catalog redirects and the seed rule applied, when they changed anything. */
+  rewrite: Rewritten | null;
   /** The query string, kept when it names LISTEN/NOTIFY channels: they are spliced per user. */
   channelText?: string;
 }

@@ -1,4 +1,5 @@
 // The policy's public contract: what the front ends and the control plane pass in and get back.
+import type { Edit } from './splices.js';
 import type { PgError } from '../shared/errors.js';
 
 /** How a principal may use one repo. */
@@ -42,6 +43,8 @@ export type Decision =
   | {
       kind: 'rewrite';
       sql: string;
+      /** What each rewrite changed, in order: maps Postgres' error positions back (`originalPosition`). */
+      edits: readonly (readonly Edit[])[];
       changes: readonly SessionChange[];
       statements: number;
       /**

@@ -17,7 +17,7 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
+import { errorInOriginal, misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import {
@@ -79,6 +79,8 @@ interface Pending {
   failed: boolean;
   /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's. */
   refusal: Buffer | undefined;
+  /** A rewritten Query: the text sent and what the rewrites changed, to count error positions in the client's text. */
+  rewritten?: { sent: string; edits: Extract<Decision, { kind: 'rewrite' }>['edits'] };
 }
 
 type Entry = { kind: 'upstream'; p: Pending } | { kind: 'local'; frames: Buffer[] };
@@ -330,7 +332,7 @@ export class Relay {
         return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
       case 'rewrite':
         this.toUpstream.write(buildQuery(d.sql));
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql, rewritten: { sent: d.sql, edits: d.edits } });
       case 'deny':
         this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
         return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy');
@@ -535,7 +537,9 @@ export class Relay {
       if (frame.includes('SFATAL')) this.upstreamFatal = true;
       const sql = head?.kind === 'upstream' ? head.p.sql : undefined;
       const explained = sql === undefined ? undefined : this.deps.control.explainErrorNow(error, sql);
+      const rewritten = head?.kind === 'upstream' ? head.p.rewritten : undefined;
       if (explained) frame = buildErrorResponse(explained);
+      else if (rewritten !== undefined && sql !== undefined && error.position !== undefined) frame = buildErrorResponse(errorInOriginal(error, rewritten.sent, sql, rewritten.edits));
     }
     this.toClient.add(frame);
   };

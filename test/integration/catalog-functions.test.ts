@@ -312,3 +312,19 @@ describe('bob probes alice\'s private objects through every checked function', (
     expect(await wire(bobClient, "SELECT c.oid::regclass::text FROM pg_class c WHERE relname = 'probe'", false)).toContain('probe');
   });
 });
+
+describe('errors of a rewritten statement', () => {
+  it('point at the client\'s own text, by wire and REST', async () => {
+    const sql = 'SELECT pg_get_viewdef(c.oid), c.oid::regclass, no_such_column FROM pg_catalog.pg_class c';
+    const at = sql.indexOf('no_such_column') + 1;
+    const client = await connect(bob, `${bob.name}/mine`);
+    const wireError = await client.query(sql).catch((err: unknown) => err as { position?: string });
+    expect(Number((wireError as { position?: string }).position)).toBe(at);
+    const res = await fetch(`${svc.httpUrl}/api/v1beta/query/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query_string: sql }),
+    });
+    expect(((await res.json()) as { error: { position: number } }).error.position).toBe(at);
+  });
+});

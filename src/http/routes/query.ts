@@ -9,7 +9,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
-import type { Decision, HandledAction, Policy, Session } from '../../policy/index.js';
+import { errorInOriginal, type Decision, type HandledAction, type Policy, type Session } from '../../policy/index.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
 import { schemaHasObjects } from '../../upstream/query-catalog.js';
@@ -20,7 +20,7 @@ import type { SessionPool } from '../../upstream/session-pool.js';
 import { principalOf } from '../auth.js';
 import { isDdlTag } from '../../control/audit.js';
 import { audit } from '../metering.js';
-import { countError, decisions, tagOrigin } from '../../observe/metrics.js';
+import { countError, decisions, originOf, tagOrigin } from '../../observe/metrics.js';
 import { publicError } from '../errors.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
 import type { RunningQueries } from '../running-queries.js';
@@ -82,8 +82,11 @@ async function perform(control: ControlPlane, principal: Principal, action: Hand
   }
 }
 
+/** What each rewrite of the statement changed (see Decision). */
+type Edits = Extract<Decision, { kind: 'rewrite' }>['edits'];
+
 /** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
-async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<{ sql: string } | { done: string }> {
+async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<{ sql: string; edits?: Edits } | { done: string }> {
   // Cached rights and a cached decision are used as they are, without a wait.
   const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
   const decided = deps.policy.decide(sql, rights, SESSION);
@@ -104,7 +107,7 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
       return { sql };
     case 'rewrite':
       oneStatement(decision.statements);
-      return { sql: decision.sql };
+      return { sql: decision.sql, edits: decision.edits };
     default:
       return assertNever(decision);
   }
@@ -246,7 +249,13 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       }
       req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
       if (signal.aborted) throw canceled();
-      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, signal));
+      try {
+        return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, signal));
+      } catch (err: unknown) {
+        // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
+        if (next.edits === undefined || !(err instanceof PgError) || err.position === undefined) throw err;
+        throw tagOrigin(errorInOriginal(err, next.sql, queryString, next.edits), originOf(err) ?? 'upstream');
+      }
     },
   );
 
