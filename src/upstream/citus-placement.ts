@@ -24,17 +24,18 @@ import { moveRepo, PLACEMENT_WORKERS, REPO_NODES, repoNode, type NodeAddress } f
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
 /**
- * The node holding, or about to hold, most of `owner`'s repos other than `except` (ties: the
- * oldest repo's); undefined when the owner has none.
+ * `owner`'s node: the one holding most of their repos other than `except` (ties: the oldest
+ * repo's); without any placed, the one most of their empty repos will go to, unless `placedOnly`.
+ * Undefined when there is none.
  */
-export async function ownerNode(db: Queryable, owner: string, except = ''): Promise<NodeAddress | undefined> {
+async function ownerNode(db: Queryable, owner: string, opts: { except?: string; placedOnly?: boolean } = {}): Promise<NodeAddress | undefined> {
   const res = await db.query<{ host: string; port: number }>(
     `SELECT host, port FROM (${REPO_NODES}) r
-      WHERE owner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1) AND schema <> $2 AND host IS NOT NULL
+      WHERE owner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1) AND schema <> $2 AND host IS NOT NULL AND (placed OR NOT $3)
       GROUP BY host, port
-      ORDER BY count(*) DESC, min(schemaid)
+      ORDER BY count(*) FILTER (WHERE placed) DESC, count(*) DESC, min(schemaid)
       LIMIT 1`,
-    [owner, except],
+    [owner, opts.except ?? '', opts.placedOnly ?? false],
   );
   return res.rows[0];
 }
@@ -86,7 +87,8 @@ export async function placeRepo(admin: pg.Pool, schema: string): Promise<NodeAdd
       const owner = await client.query<{ owner: string }>('SELECT pg_catalog.pg_get_userbyid(nspowner) AS owner FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]);
       const name = owner.rows[0]?.owner;
       if (name === undefined) return undefined;
-      const home = await ownerNode(client, name, schema);
+      // Only placed repos count here: two new repos moving towards each other's planned node would swap.
+      const home = await ownerNode(client, name, { except: schema, placedOnly: true });
       const here = await repoNode(client, schema);
       if (home === undefined || here === undefined || (home.host === here.host && home.port === here.port)) return undefined;
       await moveRepo(client, schema, home);
