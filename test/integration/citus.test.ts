@@ -1,7 +1,8 @@
 /**
  * repobase on a Citus cluster (a coordinator and two workers of PostgreSQL 15 with Citus, started
  * for this file; see bench/lib/citus.ts): start-up, repos as distributed schemas by every route,
- * both front ends and uploads, a user's repos kept on one node so that joins among them run,
+ * both front ends and uploads, a user's repos placed on one node from their first table on so
+ * that joins among them run at once (and moved there when that did not hold),
  * the join Citus cannot run refused with a clear error, `citus.*` out of users' reach, and an
  * online repo move with a writer running. If Citus cannot start here, the file fails with why.
  */
@@ -87,7 +88,7 @@ describe('start-up on a Citus coordinator', () => {
 });
 
 describe('repos are distributed schemas', () => {
-  it('whether created by the REST API, CREATE SCHEMA over the wire or the admin CLI', async () => {
+  it("whether created by the REST API, CREATE SCHEMA over the wire or the admin CLI, each placed on its owner's node", async () => {
     const u = await svc.user('routes');
     expect((await createRepoViaRest(u.key, 'by_api')).status).toBe(201);
     const wire = new pg.Client(svc.pgOptions(u.name, u.key));
@@ -97,6 +98,10 @@ describe('repos are distributed schemas', () => {
     const cli = await runCli(['repo', 'create', `${u.name}/by_cli`], cliEnv);
     expect(cli.stderr).toBe('');
     for (const repo of ['by_api', 'by_wire', 'by_cli']) expect(await distributed(`${u.name}/${repo}`)).toBe(true);
+    // Placed with the owner's first repo before any of them has a table (see "a user's repos live together").
+    const home = await planned(`${u.name}/by_api`);
+    expect(home).toBeDefined();
+    for (const repo of ['by_wire', 'by_cli']) expect(await planned(`${u.name}/${repo}`)).toBe(home);
   });
 });
 
@@ -211,54 +216,57 @@ describe('isolation and sharing reach the workers', () => {
 });
 
 describe("a user's repos live together", () => {
-  /** Creates two repos of a new user and a table with a row in each, then joins them at once: the join's rows, or its error. */
-  async function twoNewReposJoined(i: number, via: 'rest' | 'wire'): Promise<unknown> {
-    const u = await svc.user(`${via}${i}`);
-    const [sales, hr] = [`"${u.name}/sales"`, `"${u.name}/hr"`];
-    const statements = [
-      `CREATE TABLE ${sales}."Orders 2024" (id int PRIMARY KEY, amount int)`,
-      `CREATE TABLE ${hr}.people (id int PRIMARY KEY, name text)`,
-      `INSERT INTO ${sales}."Orders 2024" VALUES (1, ${i})`,
-      `INSERT INTO ${hr}.people VALUES (1, 'ann')`,
-    ];
-    const join = `SELECT p.name, o.amount FROM ${hr}.people p JOIN ${sales}."Orders 2024" o USING (id)`;
-    if (via === 'rest') {
-      for (const name of ['sales', 'hr']) expect((await createRepoViaRest(u.key, name)).status).toBe(201);
-      for (const sql of statements) expect((await rest(u.key, sql)).body.error).toBeUndefined();
-      const answer = await rest(u.key, join);
-      return answer.body.error?.message ?? answer.body.data;
-    }
+  /**
+   * 20 times: two new repos of one user, a table with a row in each, and a join of them at once.
+   * Returns each join's rows, or its error. The first pair is the user's first repos.
+   */
+  async function twentyNewPairsJoined(via: 'rest' | 'wire'): Promise<unknown[]> {
+    const u = await svc.user(`pairs_${via}`);
     const c = new pg.Client(svc.pgOptions(u.name, u.key));
-    await c.connect();
+    if (via === 'wire') await c.connect();
+    const answers: unknown[] = [];
     try {
-      for (const sql of [`CREATE SCHEMA ${sales}`, `CREATE SCHEMA ${hr}`, ...statements]) await c.query(sql);
-      return await c.query({ text: join, rowMode: 'array' }).then(
-        (res) => res.rows,
-        (err: Error) => err.message,
-      );
+      for (let i = 0; i < 20; i++) {
+        const [sales, hr] = [`"${u.name}/sales${i}"`, `"${u.name}/hr${i}"`];
+        const statements = [
+          `CREATE TABLE ${sales}."Orders 2024" (id int PRIMARY KEY, amount int)`,
+          `CREATE TABLE ${hr}.people (id int PRIMARY KEY, name text)`,
+          `INSERT INTO ${sales}."Orders 2024" VALUES (1, ${i})`,
+          `INSERT INTO ${hr}.people VALUES (1, 'ann')`,
+        ];
+        const join = `SELECT p.name, o.amount FROM ${hr}.people p JOIN ${sales}."Orders 2024" o USING (id)`;
+        if (via === 'rest') {
+          for (const name of [`sales${i}`, `hr${i}`]) expect((await createRepoViaRest(u.key, name)).status).toBe(201);
+          for (const sql of statements) expect((await rest(u.key, sql)).body.error).toBeUndefined();
+          const answer = await rest(u.key, join);
+          answers.push(answer.body.error?.message ?? answer.body.data);
+        } else {
+          for (const sql of [`CREATE SCHEMA ${sales}`, `CREATE SCHEMA ${hr}`, ...statements]) await c.query(sql);
+          answers.push(
+            await c.query({ text: join, rowMode: 'array' }).then(
+              (res) => res.rows,
+              (err: Error) => err.message,
+            ),
+          );
+        }
+      }
     } finally {
-      await c.end();
+      if (via === 'wire') await c.end();
     }
+    return answers;
   }
 
-  it("two new repos join right after their first tables, 20 times in a row over REST and over the wire at once: never refused", async () => {
-    const loop = async (via: 'rest' | 'wire') => {
-      const answers: unknown[] = [];
-      for (let i = 0; i < 20; i++) answers.push(await twoNewReposJoined(i, via));
-      return answers;
-    };
-    // Both loops create repos at the same time: each creation's aim must hold against the other's.
-    const [viaRest, viaWire] = await Promise.all([loop('rest'), loop('wire')]);
+  it('two new repos join right after their first tables, 20 times in a row over REST and over the wire at once: never refused', async () => {
+    // Both front ends create repos at the same time: each creation's placement must hold against the other's.
+    const [viaRest, viaWire] = await Promise.all([twentyNewPairsJoined('rest'), twentyNewPairsJoined('wire')]);
     const expected = Array.from({ length: 20 }, (_, i) => [['ann', i]]);
     expect(viaRest).toEqual(expected);
     expect(viaWire).toEqual(expected);
   });
 
-  it('a repo made by any route is placed with its owner\'s at once; a first table by upload, CREATE TABLE … AS or in a wire transaction joins at once', async () => {
+  it('a first table by upload, by CREATE TABLE … AS or in a transaction over the wire joins the owner\'s other repos at once', async () => {
     const u = await svc.user('routes_placed');
-    expect((await createRepoViaRest(u.key, 'up')).status).toBe(201);
-    const cli = await runCli(['repo', 'create', `${u.name}/ctas`], cliEnv);
-    expect(cli.stderr).toBe('');
+    for (const repo of ['up', 'ctas']) expect((await createRepoViaRest(u.key, repo)).status).toBe(201);
     const c = new pg.Client(svc.pgOptions(u.name, u.key));
     await c.connect();
     try {
