@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { escapeIdentifier } from 'pg';
 import { loadModule, parseSync } from 'libpg-query';
 import { hasCitus, prepareCitus } from '../upstream/citus.js';
-import { catalogViewsSql } from '../policy/catalog-views.js';
+import { catalogTableoidSql, catalogViewsSql } from '../policy/catalog-views.js';
 import { catalogWrappersSql } from '../policy/catalog-wrappers.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
@@ -249,6 +249,12 @@ const migrations: Migration[] = [
     // Stand-ins for the functions that take an object's oid or name, and for reg* casts; the
     // policy redirects calls to them (src/policy/catalog-functions.ts, catalog-wrappers.ts).
     sql: () => catalogWrappersSql(),
+  },
+  {
+    version: 8,
+    name: 'filtered catalog views over tables show tableoid',
+    // pg_dump identifies catalog rows by (tableoid, oid).
+    sql: () => catalogTableoidSql(),
   },
 ];
 

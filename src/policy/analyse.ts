@@ -14,6 +14,7 @@ import { offsetsOf, type Offsets } from './offsets.js';
 import { parseSql, type RawStatement } from './parse.js';
 import { seedRewrite, type StatementText } from './rewrite.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
+import { grantHandlers } from './grants.js';
 import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
 
 const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
@@ -24,6 +25,7 @@ const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
   ...ruleHandlers,
   ...expressionHandlers,
   ...catalogHandlers,
+  ...grantHandlers,
 ]);
 
 function newFacts(node: Json, start = 0): StatementFacts {
@@ -40,6 +42,9 @@ function newFacts(node: Json, start = 0): StatementFacts {
     channels: [],
     channelSpans: [],
     catalog: [],
+    owners: [],
+    shares: [],
+    shareCommand: null,
     refusal: null,
     schema: null,
   };

@@ -16,6 +16,8 @@
 // without SET clauses, so the simple ones are inlined into the caller's query by the planner.
 import { CATALOG_SCHEMA } from './catalog-views.js';
 import { checkedFunctions, regTypes, type ObjectKind } from './catalog-functions.js';
+import type { Refusal } from './facts.js';
+import { refusals } from './refusals.js';
 
 const c = CATALOG_SCHEMA;
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
@@ -104,6 +106,54 @@ function castStandIns(): string {
   ].join('\n')).join('\n');
 }
 
+/**
+ * `set_config` with a setting name computed at run time (pg_dump's
+ * `set_config(name, …) FROM pg_settings WHERE name = …`): the stand-in refuses there what the
+ * policy refuses of a constant name — roles, Citus settings — and the search_path, which the front
+ * ends follow from the statements they see. Settings that change how text is read are caught
+ * after the fact from the server's ParameterStatus, as for any function that sets them.
+ *
+ * `restrict_nonsystem_relation_kind` (pg_dump sets it to `view, foreign-table`, so that nobody's
+ * view can stand in for a catalog while it runs) keeps its other kinds but not `view`: the
+ * catalog views pg_dump reads here are the service's filtered ones, which the policy puts in
+ * place of the catalogs it names.
+ */
+function setConfigStandIn(): string {
+  const refusal = (r: Refusal) => `ARRAY[${literal(r.code)}, ${literal(r.message)}, ${literal(r.hint ?? '')}]`;
+  return `
+    CREATE FUNCTION ${c}.setting_refusal(setting_name text) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT CASE
+        WHEN lower(setting_name) IN ('role', 'session_authorization') THEN ${refusal(refusals.roleGames("set_config('role' or 'session_authorization', …)"))}
+        WHEN lower(setting_name) LIKE 'citus.%' THEN ${refusal(refusals.citusSetting('citus.*'))}
+        WHEN lower(setting_name) = 'search_path' THEN ${refusal(refusals.nonConstant('set_config', 'setting name for search_path'))}
+      END;
+    END;
+    CREATE FUNCTION ${c}.setting_is(setting_name text, name text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT lower(setting_name) = name;
+    END;
+    CREATE FUNCTION ${c}.without_views(kinds text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT coalesce(string_agg(k, ', '), '') FROM unnest(string_to_array(kinds, ',')) AS u(e), LATERAL trim(e) AS k WHERE lower(k) <> 'view';
+    END;
+    CREATE FUNCTION ${c}.set_config(setting_name text, new_value text, is_local boolean) RETURNS text
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    AS $fn$
+    DECLARE
+      refusal text[] := ${c}.setting_refusal(setting_name);
+    BEGIN
+      IF refusal IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = refusal[1], MESSAGE = refusal[2], HINT = refusal[3];
+      END IF;
+      IF ${c}.setting_is(setting_name, 'restrict_nonsystem_relation_kind') THEN
+        new_value := ${c}.without_views(new_value);
+      END IF;
+      RETURN pg_catalog.set_config(setting_name, new_value, is_local);
+    END
+    $fn$;`;
+}
+
 /** The checked functions' object arguments as rows: (function, argc, index, kind, by name, class at, catalog name at). */
 function specRows(): string {
   const rows: string[] = [];
@@ -132,6 +182,7 @@ export function catalogWrappersSql(): string {
   return `
     ${visibilityFunctions()}
     ${castStandIns()}
+    ${setConfigStandIn()}
 
     -- A name as text: whether its schema (if it names one) is of the caller's world.
     CREATE FUNCTION ${c}.visible_schema_of(name text) RETURNS boolean LANGUAGE sql STABLE PARALLEL SAFE

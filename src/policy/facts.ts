@@ -76,6 +76,15 @@ export interface ChannelSpan {
   listen: boolean;
 }
 
+/** A grant the control plane performs as sharing a repo (`grants.ts`). */
+export interface ShareGrant {
+  /** The repo's schema. */
+  schema: string;
+  /** A user, or null for PUBLIC (the repo becomes public). */
+  grantee: string | null;
+  level: 'read' | 'write';
+}
+
 export interface StatementFacts {
   /** Where the statement starts in the query string (UTF-16 index). */
   start: number;
@@ -101,6 +110,11 @@ export interface StatementFacts {
   channelSpans: ChannelSpan[];
   /** Catalog reads to redirect to the filtered views; the analysis' rewrite carries them out. */
   catalog: CatalogRef[];
+  /** Roles named in `… OWNER TO` or `ALTER DEFAULT PRIVILEGES FOR ROLE`: only the user itself may be (checked at decision time). */
+  owners: string[];
+  /** GRANT / ALTER DEFAULT PRIVILEGES performed as sharing, and which of the two it is. */
+  shares: ShareGrant[];
+  shareCommand: string | null;
   /** The first service-rule violation found, if any. */
   refusal: Refusal | null;
   schema: SchemaCommand | null;

@@ -39,7 +39,7 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
     return;
   }
   if (c.kind === 'refused') return w.refuse(c.refusal);
-  if (name === 'set_config') setConfig(w, args);
+  if (name === 'set_config') setConfig(w, names, args, location);
   if (name === 'pg_notify') notify(w, names, args, location);
   if (c.kind === 'checked') checkedCall(w, names, c.spec, args, location);
 }
@@ -71,12 +71,17 @@ function notify(w: Walker, names: readonly string[], args: readonly Json[], loca
   else w.facts.channels.push(channel);
 }
 
-function setConfig(w: Walker, args: readonly Json[]): void {
+function setConfig(w: Walker, names: readonly string[], args: readonly Json[], location: Json | undefined): void {
   const setting = constString(args[0])?.toLowerCase();
   if (setting === undefined) {
-    w.refuse(refusals.nonConstant('set_config', 'setting name'));
+    // Known when it runs: the stand-in refuses what would be refused here (catalog-wrappers.ts).
+    if (w.ctx.offsets === null) w.refuse(refusals.nonConstant('set_config', 'setting name'));
+    else noteFunctionRedirect(w, names, location, 'set_config()');
   } else if (setting === 'role' || setting === 'session_authorization') {
     w.refuse(refusals.roleGames(`set_config('${setting}', …)`));
+  } else if (setting === 'restrict_nonsystem_relation_kind') {
+    // pg_dump's guard against views: the stand-in keeps it but for the service's catalog views.
+    noteFunctionRedirect(w, names, location, 'set_config()');
   } else if (citusSettingRefusal(setting)) {
     w.refuse(citusSettingRefusal(setting)!);
   } else if (setting === 'standard_conforming_strings' || setting === 'client_encoding') {

@@ -9,10 +9,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
-import { errorInOriginal, type Decision, type HandledAction, type Policy, type Session } from '../../policy/index.js';
+import { performHandled } from '../../control/handled.js';
+import { errorInOriginal, type Decision, type Policy, type Session } from '../../policy/index.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
-import { schemaHasObjects } from '../../upstream/query-catalog.js';
 import { canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { TypeCatalog } from '../../upstream/query-types.js';
 import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
@@ -54,34 +54,6 @@ function oneStatement(count: number): void {
   });
 }
 
-/** CREATE SCHEMA / DROP SCHEMA of the caller's own repo, done by the control plane as Postgres would answer it; whether it changed anything. */
-async function perform(control: ControlPlane, principal: Principal, action: HandledAction): Promise<boolean> {
-  const ref = { owner: action.owner, repo: action.repo };
-  const name = `${action.owner}/${action.repo}`;
-  if (action.owner !== principal.user) throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${name}"`);
-  const exists = (await control.getRepo(ref)) !== undefined;
-  switch (action.kind) {
-    case 'create_repo':
-      if (exists && action.ifNotExists) return false;
-      await control.createRepo(ref, { isPrivate: true });
-      return true;
-    case 'drop_repo':
-      if (!exists) {
-        if (action.ifExists) return false;
-        throw new PgError(SqlState.InvalidSchemaName, `schema "${name}" does not exist`);
-      }
-      if (!action.cascade && (await schemaHasObjects(control.admin, name))) {
-        throw new PgError('2BP01' /* dependent_objects_still_exist */, `cannot drop schema "${name}" because other objects depend on it`, {
-          hint: 'Use DROP ... CASCADE to drop the dependent objects too.',
-        });
-      }
-      await control.deleteRepo(ref);
-      return true;
-    default:
-      return assertNever(action);
-  }
-}
-
 /** What each rewrite of the statement changed (see Decision). */
 type Edits = Extract<Decision, { kind: 'rewrite' }>['edits'];
 
@@ -97,11 +69,10 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
       audit(deps.control, req, { action: 'statement_denied', sql, sqlstate: decision.error.code });
       throw tagOrigin(decision.error, 'policy');
     case 'handled':
-      if (await perform(deps.control, principal, decision.action)) {
-        audit(deps.control, req, { action: decision.action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${decision.action.owner}/${decision.action.repo}`, sql });
-      }
+      oneStatement(decision.commandTags.length);
+      for (const change of await performHandled(deps.control, principal.user, decision.action)) audit(deps.control, req, { ...change, sql });
       deps.control.usage.add(principal.user, { statements: 1 });
-      return { done: decision.commandTag };
+      return { done: decision.commandTags[0] ?? '' };
     case 'allow':
       oneStatement(decision.statements);
       return { sql };
