@@ -13,6 +13,8 @@ import { objectHandlers } from './objects.js';
 import { offsetsOf, type Offsets } from './offsets.js';
 import { parseSql, type RawStatement } from './parse.js';
 import { seedRewrite, type StatementText } from './rewrite.js';
+import { COMPACT_MIN_CHARS, compactValues } from './compact.js';
+import { indexBefore, originalPosition } from './splices.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
 import { grantHandlers } from './grants.js';
 import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
@@ -104,8 +106,29 @@ function rewrite(sql: string, texts: readonly StatementText[], statements: State
 
 const hasLoneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** Analyses a whole query string. */
+/**
+ * Analyses a whole query string. A large one is analysed with its runs of constant VALUES rows
+ * cut to one row each (`compact.ts`), positions mapped back; unless that analysis rewrites the
+ * text (which must then be done on the text as sent): then in full.
+ */
 export function analyse(sql: string): Analysis {
+  const compact = sql.length >= COMPACT_MIN_CHARS ? compactValues(sql) : undefined;
+  if (compact === undefined) return analyseText(sql);
+  const a = analyseText(compact.sql);
+  if (a.rewrite !== null || a.channelText !== undefined) return analyseText(sql);
+  const layers = [compact.edits];
+  const position = (p: number | null | undefined) => (p == null ? p : originalPosition(p, compact.sql, sql, layers));
+  if (a.error?.position !== undefined) a.error.position = position(a.error.position) ?? undefined;
+  for (const s of a.statements) {
+    s.start = indexBefore(s.start, compact.edits);
+    if (s.refusal?.position !== undefined) s.refusal.position = position(s.refusal.position) ?? undefined;
+    for (const ref of s.refs) ref.position = position(ref.position) ?? null;
+    for (const setting of s.settings) if (setting.kind === 'search_path') setting.position = position(setting.position) ?? null;
+  }
+  return a;
+}
+
+function analyseText(sql: string): Analysis {
   if (sql.includes('\0') || hasLoneSurrogate.test(sql)) {
     return { error: { code: SqlState.CharacterNotInRepertoire, message: 'invalid byte sequence for encoding "UTF8"' }, statements: [], rewrite: null };
   }

@@ -55,53 +55,98 @@ const fn = (name: string, args: string, returns: string, body: string, volatilit
       ${body};
     END;`;
 
-/** `visible_<kind>(oid)`: true for an object of the caller's world, false outside it, NULL for no object. */
+/**
+ * A visibility test in PL/pgSQL: its plans are kept for the session (a SQL function's would be
+ * made again in every query that calls it, which cost psql's \d 3x its time), and its pinned
+ * search_path keeps a user's operators out. The caller's path comes as an argument: inside, the
+ * function's own is in force.
+ */
+const test = (name: string, args: string, body: string) => `
+    CREATE FUNCTION ${c}.${name}(${args}) RETURNS boolean LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    ${body}
+    $fn$;`;
+
+/** An oid below this was made by initdb: the system's, in everybody's world (roles included). */
+export const FIRST_NORMAL_OID = 16384;
+
+/**
+ * `visible_<kind>(oid, path)`: true for an object of the caller's world, false outside it, NULL
+ * for no object. `path` is the session's `current_schemas(true)`.
+ */
 function visibilityFunctions(): string {
-  const namespace = fn(
-    'visible_namespace', 'n oid', 'boolean',
-    `SELECT (s.oid < 16384 AND s.nspname <> 'pg_toast')
-          OR s.nspowner = r.oid
-          OR (s.nspacl IS NOT NULL AND aclcontains(s.nspacl, makeaclitem(r.oid, s.nspowner, 'USAGE', false)))
-          OR s.nspname = ANY (current_schemas(true))
-          OR s.oid = pg_my_temp_schema()
-        FROM pg_namespace s, pg_roles r WHERE s.oid = n AND r.rolname = current_user`,
-  );
-  const kinds = byNamespace.map(([kind, catalog, column]) => fn(`visible_${kind}`, 'o oid', 'boolean', `SELECT ${c}.visible_namespace(${column}) FROM ${catalog} WHERE oid = o`));
-  const owned = byRelation
-    .filter((r): r is [ObjectKind, string, string] => r[0] !== null)
-    .map(([kind, catalog, column]) => fn(`visible_${kind}`, 'o oid', 'boolean', `SELECT ${c}.visible_class(${column}) FROM ${catalog} WHERE oid = o`));
-  // The caller, PUBLIC (0), the predefined roles, and the users it shares repos with (as the
-  // filtered pg_roles). The common answers first: the caller's own objects, the system's.
-  const role = fn(
-    'visible_role', 'o oid', 'boolean',
-    `SELECT CASE WHEN o = 0 THEN true
-                 WHEN a.oid IS NULL THEN NULL
-                 WHEN a.rolname = current_user THEN true
-                 ELSE a.oid IN (SELECT ${c}.visible_roles()) END
-       FROM (SELECT o) AS want LEFT JOIN pg_roles a ON a.oid = want.o`,
-  );
-  const anyObject = [...byNamespace.map(([kind]) => kind), 'trigger', 'rule', 'namespace', 'role'].map((k) => `${c}.visible_${k}(o)`).join(', ');
-  const object = fn(
-    'visible_object', 'classid oid, o oid', 'boolean',
-    `SELECT CASE
-         WHEN o < 16384 THEN true
-         WHEN classid IS NULL THEN coalesce(${anyObject}, ${byRelation.filter(([k]) => k === null).map(([, catalog, column]) => `(SELECT ${c}.visible_class(${column}) FROM ${catalog} WHERE oid = o)`).join(', ')})
-         WHEN classid = 'pg_namespace'::regclass THEN ${c}.visible_namespace(o)
-         WHEN classid = 'pg_authid'::regclass THEN ${c}.visible_role(o)
-         ${byNamespace.map(([kind, catalog]) => `WHEN classid = '${catalog}'::regclass THEN ${c}.visible_${kind}(o)`).join('\n         ')}
-         ${byRelation.map(([, catalog, column]) => `WHEN classid = '${catalog}'::regclass THEN (SELECT ${c}.visible_class(${column}) FROM ${catalog} WHERE oid = o)`).join('\n         ')}
-         WHEN classid IN (${serverWide.map((t) => `'${t}'::regclass`).join(', ')}) THEN true
-         ELSE false END`,
-  );
-  const shared = fn('visible_shared', 'o oid, catalog text', 'boolean', `SELECT CASE WHEN catalog = 'pg_authid' THEN ${c}.visible_role(o) ELSE true END`);
-  const types = fn('visible_types', 'v oidvector', 'boolean', `SELECT bool_and(coalesce(${c}.visible_type(t), true)) FROM unnest(v::oid[]) AS t`);
+  const namespace = test('visible_namespace', 'n oid, path name[]', `
+    DECLARE
+      s record;
+      me oid;
+    BEGIN
+      IF n < ${FIRST_NORMAL_OID} THEN RETURN n <> 'pg_toast'::regnamespace; END IF;
+      SELECT nspname, nspowner, nspacl INTO s FROM pg_namespace WHERE oid = n;
+      IF NOT FOUND THEN RETURN NULL; END IF;
+      me := to_regrole(current_user::text);
+      RETURN s.nspowner = me
+          OR n = pg_my_temp_schema()
+          OR s.nspname = ANY (path)
+          -- Only a repo shared with somebody has an ACL: the aclitem is built for those alone.
+          OR (s.nspacl IS NOT NULL AND aclcontains(s.nspacl, makeaclitem(me, s.nspowner, 'USAGE', false)));
+    END`);
+  const through = (kind: string, catalog: string, column: string, of: string) => test(`visible_${kind}`, 'o oid, path name[]', `
+    DECLARE
+      x oid;
+    BEGIN
+      IF o < ${FIRST_NORMAL_OID} THEN RETURN true; END IF;
+      SELECT ${column} INTO x FROM ${catalog} WHERE oid = o;
+      IF NOT FOUND THEN RETURN NULL; END IF;
+      RETURN ${c}.visible_${of}(x, path);
+    END`);
+  const kinds = byNamespace.map(([kind, catalog, column]) => through(kind, catalog, column, 'namespace'));
+  const owned = byRelation.filter((r): r is [ObjectKind, string, string] => r[0] !== null).map(([kind, catalog, column]) => through(kind, catalog, column, 'class'));
+  // The caller, PUBLIC (0), the system's roles, and those it shares repos with (as the filtered
+  // pg_roles): the common answers first, the set of sharing partners last.
+  const role = test('visible_role', 'o oid, path name[]', `
+    DECLARE
+      r name;
+    BEGIN
+      IF o < ${FIRST_NORMAL_OID} THEN RETURN true; END IF;
+      SELECT rolname INTO r FROM pg_roles WHERE oid = o;
+      IF NOT FOUND THEN RETURN NULL; END IF;
+      RETURN r = current_user
+          OR o = (SELECT datdba FROM pg_database WHERE datname = current_database())
+          OR o IN (SELECT ${c}.visible_roles());
+    END`);
+  const anyObject = [...byNamespace.map(([kind]) => kind), 'trigger', 'rule', 'namespace', 'role'].map((k) => `${c}.visible_${k}(o, path)`).join(', ');
+  const byOwner = byRelation.filter(([k]) => k === null).map(([, catalog, column]) => `(SELECT ${c}.visible_class(${column}, path) FROM ${catalog} WHERE oid = o)`);
+  const object = test('visible_object', 'classid oid, o oid, path name[]', `
+    BEGIN
+      RETURN CASE
+        WHEN o < ${FIRST_NORMAL_OID} THEN true
+        WHEN classid IS NULL THEN coalesce(${anyObject}, ${byOwner.join(', ')})
+        WHEN classid = 'pg_namespace'::regclass THEN ${c}.visible_namespace(o, path)
+        WHEN classid = 'pg_authid'::regclass THEN ${c}.visible_role(o, path)
+        ${byNamespace.map(([kind, catalog]) => `WHEN classid = '${catalog}'::regclass THEN ${c}.visible_${kind}(o, path)`).join('\n        ')}
+        ${byRelation.map(([, catalog, column]) => `WHEN classid = '${catalog}'::regclass THEN (SELECT ${c}.visible_class(${column}, path) FROM ${catalog} WHERE oid = o)`).join('\n        ')}
+        WHEN classid IN (${serverWide.map((t) => `'${t}'::regclass`).join(', ')}) THEN true
+        ELSE false END;
+    END`);
+  const shared = test('visible_shared', 'o oid, catalog text, path name[]', `
+    BEGIN
+      RETURN CASE WHEN catalog = 'pg_authid' THEN ${c}.visible_role(o, path) ELSE true END;
+    END`);
+  const types = test('visible_types', 'v oidvector, path name[]', `
+    BEGIN
+      RETURN (SELECT bool_and(coalesce(${c}.visible_type(t, path), true)) FROM unnest(v::oid[]) AS t);
+    END`);
   return [namespace, ...kinds, ...owned, role, object, shared, types].join('\n');
 }
+
+/** The test of one object argument in a stand-in: the system's objects pass without a lookup. */
+const check = (kind: string, arg: string) => `(${arg}::oid < ${FIRST_NORMAL_OID} OR coalesce(${c}.visible_${kind}(${arg}::oid, current_schemas(true)), true))`;
 
 /** `visible(v)` for every reg* type and its arrays: the value, or NULL for an object outside the caller's world. */
 function castStandIns(): string {
   return [...regTypes].map(([type, kind]) => [
-    fn('visible', `v ${type}`, type, `SELECT CASE WHEN coalesce(${c}.visible_${kind}(v), true) THEN v END`),
+    fn('visible', `v ${type}`, type, `SELECT CASE WHEN ${check(kind, 'v')} THEN v END`),
     fn('visible', `v ${type}[]`, `${type}[]`, `SELECT CASE WHEN v IS NOT NULL THEN ARRAY(SELECT ${c}.visible(e) FROM unnest(v) WITH ORDINALITY AS u(e, n) ORDER BY n) END`),
   ].join('\n')).join('\n');
 }
@@ -187,12 +232,12 @@ export function catalogWrappersSql(): string {
     -- A name as text: whether its schema (if it names one) is of the caller's world.
     CREATE FUNCTION ${c}.visible_schema_of(name text) RETURNS boolean LANGUAGE sql STABLE PARALLEL SAFE
     BEGIN ATOMIC
-      SELECT ${c}.visible_namespace(s.oid) FROM pg_namespace s
+      SELECT ${c}.visible_namespace(s.oid, current_schemas(true)) FROM pg_namespace s
        WHERE s.nspname = (SELECT p[cardinality(p) - 1] FROM parse_ident(name, false) AS p WHERE cardinality(p) >= 2);
     END;
     CREATE FUNCTION ${c}.visible_role_named(name text) RETURNS boolean LANGUAGE sql STABLE PARALLEL SAFE
     BEGIN ATOMIC
-      SELECT ${c}.visible_role(oid) FROM pg_roles WHERE rolname = name;
+      SELECT ${c}.visible_role(oid, current_schemas(true)) FROM pg_roles WHERE rolname = name;
     END;
 
     -- What Postgres says of a missing object, for one the caller cannot see (true never returns).
@@ -281,16 +326,16 @@ export function catalogWrappersSql(): string {
             gates := gates || format('coalesce(%s, true)', test);
             CONTINUE;
           ELSIF a.kind = 'object' THEN
-            test := format('${c}.visible_object(%s, $%s)',
+            test := format('($%s < ${FIRST_NORMAL_OID} OR ${c}.visible_object(%s, $%s, current_schemas(true)))', a.i + 1,
               CASE WHEN a.class_at IS NOT NULL THEN format('$%s', a.class_at + 1)
                    WHEN a.catalog_name_at IS NOT NULL THEN format('to_regclass(%L || quote_ident($%s::text))::oid', 'pg_catalog.', a.catalog_name_at + 1)
                    ELSE 'NULL' END, a.i + 1);
           ELSIF a.kind = 'shared' THEN
-            test := format('${c}.visible_shared($%s, $%s::text)', a.i + 1, a.catalog_name_at + 1);
+            test := format('${c}.visible_shared($%s, $%s::text, current_schemas(true))', a.i + 1, a.catalog_name_at + 1);
           ELSIF a.type = 'oidvector' THEN
-            test := format('${c}.visible_types($%s)', a.i + 1);
+            test := format('${c}.visible_types($%s, current_schemas(true))', a.i + 1);
           ELSIF a.type = 'oid' OR regkinds ? a.type THEN
-            test := format('${c}.visible_%s($%s::oid)', a.kind, a.i + 1);
+            test := format('($%s::oid < ${FIRST_NORMAL_OID} OR ${c}.visible_%s($%s::oid, current_schemas(true)))', a.i + 1, a.kind, a.i + 1);
           END IF;
           CONTINUE WHEN test IS NULL;
           IF r.raises AND a.kind = 'class' THEN

@@ -25,8 +25,8 @@ export function misread(sql: string, reading: ReadonlyMap<string, string>): Deci
   return refusal && { kind: 'deny', error: toError(refusal) };
 }
 
-/** The statement size limit of DESIGN.md: 1 MiB. */
-export const DEFAULT_MAX_STATEMENT_BYTES = 1024 * 1024;
+/** The default statement size limit: 64 MiB (multi-row INSERTs of ORMs and pandas run to megabytes). */
+export const DEFAULT_MAX_STATEMENT_BYTES = 64 * 1024 * 1024;
 const defaultCacheSize = 5000;
 const cacheChars = 16 * 1024 * 1024;
 const cacheKeyChars = 64 * 1024;

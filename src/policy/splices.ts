@@ -26,7 +26,7 @@ export function applySplices(text: string, splices: readonly Splice[]): { text: 
 }
 
 /** The index in the text before `edits` of an index in the text after them (inside an insert: where it went in). */
-function indexBefore(index: number, edits: readonly Edit[]): number {
+export function indexBefore(index: number, edits: readonly Edit[]): number {
   let shift = 0;
   for (const [from, to, length] of edits) {
     const start = from + shift;
