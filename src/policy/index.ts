@@ -65,9 +65,12 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
 
   function decide(sql: string, rights: Rights, session: Session): Decision | Promise<Decision> {
     // The hot path: a repeated or prepared statement is one map lookup plus the rights check.
-    const cached = cache.get(sql);
+    // A text too long to be cached is not even hashed or scanned here: that would stall the
+    // event loop for everybody (64 MiB take ~0.2 s); it goes to the worker whole.
+    const cacheable = sql.length <= cacheKeyChars;
+    const cached = cacheable ? cache.get(sql) : undefined;
     if (cached !== undefined) return evaluateOnce(cached, rights, session);
-    const shape = literalShape(sql);
+    const shape = cacheable ? literalShape(sql) : undefined;
     const sameShape = shape === undefined ? undefined : shapes.get(shape);
     if (sameShape !== undefined) {
       const decision = evaluateOnce(sameShape, rights, session);
