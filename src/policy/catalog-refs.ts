@@ -13,7 +13,7 @@ import { SqlState } from '../shared/errors.js';
 import { informationSchemaRelations } from './catalog.js';
 import { CATALOG_SCHEMA, filteredCatalog, INFORMATION_SCHEMA } from './catalog-views.js';
 import type { Refusal } from './facts.js';
-import { arr, fieldsOf, str, type Json, type JsonObject } from './json.js';
+import { arr, fieldsOf, nodeOf, obj, str, type Json, type JsonObject } from './json.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
 /**
@@ -112,6 +112,50 @@ export function castLocation(cast: JsonObject): number | undefined {
   return typeof at === 'number' && at >= 0 ? at : undefined;
 }
 
+/**
+ * The name Postgres gives an unnamed output column of `node` (a part of its FigureColname): a
+ * column's or function's name is strong, a cast's type name weak; `wrapped` casts read as calls
+ * of the visibility stand-in, as after the rewrite.
+ */
+function columnName(node: Json | undefined, wrapped: ReadonlySet<number>): { name: string; strong: boolean } | undefined {
+  const n = nodeOf(node);
+  if (n === undefined) return undefined;
+  const [type, f] = n;
+  if (type === 'ColumnRef') {
+    const last = str(fieldsOf(arr(f.fields).at(-1), 'String')?.sval);
+    return last === undefined ? undefined : { name: last, strong: true };
+  }
+  if (type === 'FuncCall') return { name: str(fieldsOf(arr(f.funcname).at(-1), 'String')?.sval) ?? '', strong: true };
+  if (type === 'CollateClause') return columnName(f.arg, wrapped);
+  if (type === 'TypeCast') {
+    if (wrapped.has(castLocation(f) ?? -1)) return { name: 'visible', strong: true };
+    const inner = columnName(f.arg, wrapped);
+    if (inner?.strong === true) return inner;
+    return { name: str(fieldsOf(arr(obj(f.typeName)?.names).at(-1), 'String')?.sval) ?? '', strong: false };
+  }
+  return undefined;
+}
+
+/**
+ * An output column without a name whose value is (a chain of casts around) a wrapped cast:
+ * Postgres would name it after the wrapper, so the rewrite names it as before (`AS "tableoid"`),
+ * right after the outermost cast.
+ */
+function resTarget(w: Walker, n: JsonObject, scope: Scope): void {
+  const before = w.facts.catalog.length;
+  w.rest(n, [], 'read', scope);
+  if (n.name !== undefined || w.facts.catalog.length === before || typeof n.location !== 'number') return;
+  const casts = new Set(w.facts.catalog.slice(before).filter((r) => r.kind === 'cast').map((r) => r.location));
+  if (casts.size === 0) return;
+  const original = columnName(n.val, new Set())?.name ?? '?column?';
+  if ((columnName(n.val, casts)?.name ?? '?column?') === original) return;
+  const top = fieldsOf(n.val, 'TypeCast');
+  const at = top === undefined ? undefined : castLocation(top);
+  const typeLocation = fieldsOf(top?.typeName, 'TypeName')?.location;
+  if (at === undefined || typeof typeLocation !== 'number') return w.refuse(catalogRefusals.unsafe);
+  w.facts.catalog.push({ kind: 'alias', location: at, schema: null, name: original, target: CATALOG_SCHEMA, typeLocation, argLocation: n.location });
+}
+
 // `pg_catalog.pg_class.relname` names the relation by its schema: it follows the redirect.
 function columnRef(w: Walker, n: JsonObject, scope: Scope): void {
   const fields = arr(n.fields).map((f) => str(fieldsOf(f, 'String')?.sval));
@@ -128,4 +172,7 @@ function columnRef(w: Walker, n: JsonObject, scope: Scope): void {
   w.rest(n, ['fields'], 'read', scope);
 }
 
-export const catalogHandlers: ReadonlyArray<[string, HandlerEntry]> = [['ColumnRef', { handle: columnRef }]];
+export const catalogHandlers: ReadonlyArray<[string, HandlerEntry]> = [
+  ['ColumnRef', { handle: columnRef }],
+  ['ResTarget', { handle: resTarget }],
+];

@@ -17,7 +17,7 @@ import type { CatalogRef, Refusal, StatementFacts } from './facts.js';
 import { arr, nodeOf, obj, type Json, type JsonObject } from './json.js';
 import { scanTokens, type Token } from './lexer.js';
 import type { Offsets } from './offsets.js';
-import { isTempSchema } from './names.js';
+import { isTempSchema, quoteIdent } from './names.js';
 import { parseSql, type RawStatement } from './parse.js';
 import { applySplices, type Edit, type Splice } from './splices.js';
 
@@ -90,6 +90,25 @@ function typeNameEnd(tokens: readonly Token[], i: number, matches: ReadonlyMap<n
   return end;
 }
 
+/** Where a cast's text ends: after its type name for `v::t`, its `)` for `CAST(v AS t)`, its literal for `t 'literal'`. */
+function castEnd(tokens: readonly Token[], matches: ReadonlyMap<number, number>, at: number, typeLocation: number, offsets: Offsets): number | undefined {
+  const first = tokens[at];
+  let last: number;
+  if (first?.kind === 'op' && first.text === '::') last = typeNameEnd(tokens, tokenAt(tokens, offsets.index(typeLocation)), matches);
+  else if (first?.kind === 'ident' && first.text.toLowerCase() === 'cast' && tokens[at + 1]?.text === '(') last = matches.get(at + 1) ?? -1;
+  else if (first !== undefined) {
+    last = typeNameEnd(tokens, at, matches) + 1;
+    if (tokens[last]?.kind !== 'string') return undefined;
+  } else return undefined;
+  return tokens[last]?.end;
+}
+
+/** The splice naming an output column as it was named before its cast was wrapped. */
+function aliasSplice(tokens: readonly Token[], matches: ReadonlyMap<number, number>, ref: CatalogRef, offsets: Offsets): Splice | undefined {
+  const end = ref.typeLocation === undefined ? undefined : castEnd(tokens, matches, tokenAt(tokens, offsets.index(ref.location)), ref.typeLocation, offsets);
+  return end === undefined ? undefined : { from: end, to: end, text: ` AS ${quoteIdent(ref.name)}` };
+}
+
 /**
  * The two splices wrapping a cast in `repobase_catalog.visible(…)`: before its value (and any
  * parentheses around it) and after its type name, for `v::t`, `CAST(v AS t)` and `t 'literal'`.
@@ -99,24 +118,17 @@ function castSplices(tokens: readonly Token[], matches: ReadonlyMap<number, numb
   const first = tokens[at];
   if (first === undefined || ref.argLocation === undefined || ref.typeLocation === undefined) return undefined;
   let from: number;
-  let last: number;
   if (first.kind === 'op' && first.text === '::') {
     let start = tokenAt(tokens, offsets.index(ref.argLocation));
     if (start < 0 || start >= at) return undefined;
     // `(v)::t`: parentheses that close before the cast belong to its value.
     while (tokens[start - 1]?.text === '(' && (matches.get(start - 1) ?? Infinity) < at) start--;
     from = tokens[start]!.start;
-    last = typeNameEnd(tokens, tokenAt(tokens, offsets.index(ref.typeLocation)), matches);
-  } else if (first.kind === 'ident' && first.text.toLowerCase() === 'cast' && tokens[at + 1]?.text === '(') {
-    from = first.start;
-    last = matches.get(at + 1) ?? -1;
   } else {
-    // `regclass '16384'`: a type name, then the literal.
+    // `CAST(v AS t)`, or `regclass '16384'`: a type name, then the literal.
     from = first.start;
-    last = typeNameEnd(tokens, at, matches) + 1;
-    if (tokens[last]?.kind !== 'string') return undefined;
   }
-  const end = tokens[last]?.end;
+  const end = castEnd(tokens, matches, at, ref.typeLocation, offsets);
   if (end === undefined) return undefined;
   return [
     { from, to: from, text: `${CATALOG_SCHEMA}.${VISIBLE}(` },
@@ -138,12 +150,12 @@ export function catalogRewrite(
   let tokens: Token[] | undefined;
   let matches: Map<number, number> | undefined;
   for (const ref of refs) {
-    if (ref.kind === 'cast') {
+    if (ref.kind === 'cast' || ref.kind === 'alias') {
       tokens ??= scanTokens(sql);
       matches ??= parenMatches(tokens);
-      const wrap = castSplices(tokens, matches, ref, offsets);
-      if (wrap === undefined) return catalogRefusals.unsafe;
-      splices.push(...wrap);
+      const added = ref.kind === 'cast' ? castSplices(tokens, matches, ref, offsets) : aliasSplice(tokens, matches, ref, offsets);
+      if (added === undefined) return catalogRefusals.unsafe;
+      splices.push(...(Array.isArray(added) ? added : [added]));
       continue;
     }
     const splice = spliceFor(sql, ref, offsets.index(ref.location));
@@ -157,6 +169,7 @@ export function catalogRewrite(
     relations: new Map(refs.filter((r) => r.kind === 'relation').map((r) => [r.location, r.target])),
     names: new Map(refs.filter((r) => r.kind === 'column' || r.kind === 'function').map((r) => [r.location, r.target])),
     casts: new Set(refs.filter((r) => r.kind === 'cast').map((r) => r.location)),
+    aliases: new Map(refs.filter((r) => r.kind === 'alias').map((r) => [r.argLocation ?? -1, r.name])),
   };
   const same = parsed.statements.every((s, i) => {
     const expected = edited(statements[i]?.node ?? null, edits);
@@ -173,9 +186,11 @@ interface Edits {
   names: ReadonlyMap<number, string>;
   /** TypeCasts wrapped in the visibility stand-in. */
   casts: ReadonlySet<number>;
+  /** Output columns (ResTargets) given back their name. */
+  aliases: ReadonlyMap<number, string>;
 }
 
-const noEdits: Edits = { relations: new Map(), names: new Map(), casts: new Set() };
+const noEdits: Edits = { relations: new Map(), names: new Map(), casts: new Set(), aliases: new Map() };
 
 const sortedKeys = (o: JsonObject): JsonObject => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1))) as JsonObject;
 
@@ -197,6 +212,12 @@ function edited(value: Json | undefined, edits: Edits): Json {
     return sortedKeys(out);
   }
   const node = nodeOf(value);
+  const alias = node?.[0] === 'ResTarget' ? edits.aliases.get(typeof node[1].location === 'number' ? node[1].location : -1) : undefined;
+  if (alias !== undefined) {
+    const inner = obj(out.ResTarget);
+    if (inner !== undefined) out.ResTarget = sortedKeys({ ...inner, name: alias });
+    return out;
+  }
   if (node === undefined) return out;
   const at = typeof node[1].location === 'number' ? node[1].location : -1;
   if (node[0] === 'TypeCast' && edits.casts.has(castLocation(node[1]) ?? -1)) {

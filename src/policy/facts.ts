@@ -54,7 +54,7 @@ export type SchemaCommand =
  * `pg_notify`), or a cast to a reg* type (`o::regclass`, wrapped to show only visible objects).
  */
 export interface CatalogRef {
-  kind: 'relation' | 'column' | 'function' | 'cast';
+  kind: 'relation' | 'column' | 'function' | 'cast' | 'alias';
   /** The parser's location (UTF-8 byte offset in the query string). */
   location: number;
   /** As written: null for an unqualified relation. */
@@ -62,7 +62,11 @@ export interface CatalogRef {
   name: string;
   /** The service schema holding its view or stand-in. */
   target: string;
-  /** A cast: where its argument's first token and its type name are (parser locations). */
+  /**
+   * A cast: where its argument's first token and its type name are (parser locations). An alias
+   * (`name` kept for an output column whose cast is wrapped): the outermost cast's type name, and
+   * in `argLocation` the output column's own location.
+   */
   argLocation?: number;
   typeLocation?: number;
 }

@@ -310,6 +310,15 @@ describe('bob probes alice\'s private objects through every checked function', (
     const aliceClient = await connect(alice, `${alice.name}/secret`);
     expect(await wire(aliceClient, `SELECT ${objects.get('class')![0]!.oid}::regclass::text`, false)).toContain('payroll');
     expect(await wire(bobClient, "SELECT c.oid::regclass::text FROM pg_class c WHERE relname = 'probe'", false)).toContain('probe');
+    // Output columns keep the names Postgres gives them.
+    const named = await bobClient.query("SELECT tableoid::regclass, c.oid::regclass, c.oid::regclass::text, 1259::regclass FROM pg_class c WHERE relname = 'probe'");
+    expect(named.fields.map((f) => f.name)).toEqual(['tableoid', 'oid', 'oid', 'regclass']);
+    const res = await fetch(`${svc.httpUrl}/api/v1beta/query/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query_string: "SELECT tableoid::regclass, relname FROM pg_class WHERE relname = 'probe'" }),
+    });
+    expect(Object.keys(((await res.json()) as { fields: Record<string, string> }).fields)).toEqual(['tableoid', 'relname']);
   });
 });
 

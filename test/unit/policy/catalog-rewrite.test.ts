@@ -32,7 +32,7 @@ describe('redirected', () => {
     ['EXPLAIN SELECT * FROM pg_class', rewrite(`EXPLAIN SELECT * FROM ${rc}.pg_class`)],
     ['COPY (SELECT * FROM pg_class) TO STDOUT', rewrite(`COPY (SELECT * FROM ${rc}.pg_class) TO STDOUT`)],
     ["SELECT 'pg_class'::regclass, oid::regclass FROM pg_class WHERE oid = 'pg_catalog.pg_class'::regclass",
-      rewrite(`SELECT 'pg_class'::regclass, ${rc}.visible(oid::regclass) FROM ${rc}.pg_class WHERE oid = 'pg_catalog.pg_class'::regclass`)],
+      rewrite(`SELECT 'pg_class'::regclass, ${rc}.visible(oid::regclass) AS "oid" FROM ${rc}.pg_class WHERE oid = 'pg_catalog.pg_class'::regclass`)],
     // With the seed rule in the same string.
     ['SELECT 1 FROM pg_class; ALTER TABLE t ALTER c TYPE int',
       rewrite(`SELECT 1 FROM ${rc}.pg_class; ALTER TABLE t ALTER c TYPE int USING "c"::int`)],
@@ -53,19 +53,24 @@ describe('object-taking functions and reg* casts go through their stand-ins', ()
     ["SELECT to_regclass(x) FROM (VALUES ('a')) v(x)", rewrite(`SELECT ${rc}.to_regclass(x) FROM (VALUES ('a')) v(x)`)],
     ['SELECT pg_filenode_relation(0, 16384)', rewrite(`SELECT ${rc}.pg_filenode_relation(0, 16384)`)],
     // Casts: the value, its parentheses and the whole type name are wrapped.
-    ['SELECT o::regclass FROM generate_series(1, 3) o', rewrite(`SELECT ${rc}.visible(o::regclass) FROM generate_series(1, 3) o`)],
+    // An output column keeps the name Postgres gave it before the wrap.
+    ['SELECT o::regclass FROM generate_series(1, 3) o', rewrite(`SELECT ${rc}.visible(o::regclass) AS "o" FROM generate_series(1, 3) o`)],
+    ['SELECT tableoid::regclass::text, CAST(o AS regclass), 1::regtype AS t, (o+1)::regclass FROM x',
+      rewrite(`SELECT ${rc}.visible(tableoid::regclass)::text AS "tableoid", ${rc}.visible(CAST(o AS regclass)) AS "o", ${rc}.visible(1::regtype) AS t, ${rc}.visible((o+1)::regclass) AS "regclass" FROM x`)],
+    ['UPDATE "alice/sales".t SET a = b::regclass RETURNING c::regclass',
+      rewrite(`UPDATE "alice/sales".t SET a = ${rc}.visible(b::regclass) RETURNING ${rc}.visible(c::regclass) AS "c"`)],
     ['SELECT (o + 1)::pg_catalog.regclass, ((o))::regtype[] FROM generate_series(1, 3) o',
-      rewrite(`SELECT ${rc}.visible((o + 1)::pg_catalog.regclass), ${rc}.visible(((o))::regtype[]) FROM generate_series(1, 3) o`)],
-    ['SELECT CAST(16421 AS regprocedure), 16421::oid::regrole', rewrite(`SELECT ${rc}.visible(CAST(16421 AS regprocedure)), ${rc}.visible(16421::oid::regrole)`)],
-    ["SELECT regclass '16421', f(x)::regclass FROM t", rewrite(`SELECT ${rc}.visible(regclass '16421'), ${rc}.visible(f(x)::regclass) FROM t`)],
+      rewrite(`SELECT ${rc}.visible((o + 1)::pg_catalog.regclass) AS "regclass", ${rc}.visible(((o))::regtype[]) AS "o" FROM generate_series(1, 3) o`)],
+    ['SELECT CAST(16421 AS regprocedure), 16421::oid::regrole', rewrite(`SELECT ${rc}.visible(CAST(16421 AS regprocedure)) AS "regprocedure", ${rc}.visible(16421::oid::regrole) AS "regrole"`)],
+    ["SELECT regclass '16421', f(x)::regclass FROM t", rewrite(`SELECT ${rc}.visible(regclass '16421') AS "regclass", ${rc}.visible(f(x)::regclass) AS "f" FROM t`)],
     ["SELECT regclass(x) FROM (VALUES ('a')) v(x)", rewrite(`SELECT ${rc}.regclass(x) FROM (VALUES ('a')) v(x)`)],
     ['SELECT c.oid::pg_catalog.regclass FROM pg_catalog.pg_class c WHERE c.oid = 1259::regclass',
-      rewrite(`SELECT ${rc}.visible(c.oid::pg_catalog.regclass) FROM ${rc}.pg_class c WHERE c.oid = ${rc}.visible(1259::regclass)`)],
-    ["SELECT 'alice'::regrole", rewrite(`SELECT ${rc}.visible('alice'::regrole)`)],
-    ["SELECT '{1,2}'::regclass[]", rewrite(`SELECT ${rc}.visible('{1,2}'::regclass[])`)],
+      rewrite(`SELECT ${rc}.visible(c.oid::pg_catalog.regclass) AS "oid" FROM ${rc}.pg_class c WHERE c.oid = ${rc}.visible(1259::regclass)`)],
+    ["SELECT 'alice'::regrole", rewrite(`SELECT ${rc}.visible('alice'::regrole) AS "regrole"`)],
+    ["SELECT '{1,2}'::regclass[]", rewrite(`SELECT ${rc}.visible('{1,2}'::regclass[]) AS "regclass"`)],
     // A BEGIN ATOMIC body is part of the statement: its calls are redirected when it is created.
     ['CREATE FUNCTION "alice/sales".f(o oid) RETURNS text LANGUAGE sql BEGIN ATOMIC SELECT o::regclass::text; END',
-      rewrite(`CREATE FUNCTION "alice/sales".f(o oid) RETURNS text LANGUAGE sql BEGIN ATOMIC SELECT ${rc}.visible(o::regclass)::text; END`)],
+      rewrite(`CREATE FUNCTION "alice/sales".f(o oid) RETURNS text LANGUAGE sql BEGIN ATOMIC SELECT ${rc}.visible(o::regclass)::text AS "o"; END`)],
   ]);
 });
 
