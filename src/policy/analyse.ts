@@ -14,7 +14,8 @@ import { offsetsOf, type Offsets } from './offsets.js';
 import { parseSql, type RawStatement } from './parse.js';
 import { seedRewrite, type StatementText } from './rewrite.js';
 import { COMPACT_MIN_CHARS, compactValues } from './compact.js';
-import { indexBefore, originalPosition } from './splices.js';
+import { indexBefore, originalPosition, type Edit } from './splices.js';
+import { withEscapeStrings } from './escapes.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
 import { grantHandlers } from './grants.js';
 import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
@@ -106,26 +107,48 @@ function rewrite(sql: string, texts: readonly StatementText[], statements: State
 
 const hasLoneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** How Postgres reads the text: with standard_conforming_strings off, a backslash in '…' escapes. */
+export interface Reading {
+  escapeStrings: boolean;
+}
+
+const standard: Reading = { escapeStrings: false };
+
 /**
- * Analyses a whole query string. A large one is analysed with its runs of constant VALUES rows
- * cut to one row each (`compact.ts`), positions mapped back; unless that analysis rewrites the
- * text (which must then be done on the text as sent): then in full.
+ * Analyses a whole query string. Read with escape strings (`escapes.ts`), the text is judged as
+ * Postgres will read it; a large one with its runs of constant VALUES rows cut to one row each
+ * (`compact.ts`), unless that analysis rewrites the text (which must then be done on all of it).
+ * Positions in the analysis are those of the text as sent.
  */
-export function analyse(sql: string): Analysis {
-  const compact = sql.length >= COMPACT_MIN_CHARS ? compactValues(sql) : undefined;
-  if (compact === undefined) return analyseText(sql);
-  const a = analyseText(compact.sql);
-  if (a.rewrite !== null || a.channelText !== undefined) return analyseText(sql);
-  const layers = [compact.edits];
-  const position = (p: number | null | undefined) => (p == null ? p : originalPosition(p, compact.sql, sql, layers));
-  if (a.error?.position !== undefined) a.error.position = position(a.error.position) ?? undefined;
-  for (const s of a.statements) {
-    s.start = indexBefore(s.start, compact.edits);
-    if (s.refusal?.position !== undefined) s.refusal.position = position(s.refusal.position) ?? undefined;
-    for (const ref of s.refs) ref.position = position(ref.position) ?? null;
-    for (const setting of s.settings) if (setting.kind === 'search_path') setting.position = position(setting.position) ?? null;
+export function analyse(sql: string, reading: Reading = standard): Analysis {
+  const escaped = reading.escapeStrings ? withEscapeStrings(sql) : undefined;
+  const text = escaped?.sql ?? sql;
+  const compact = text.length >= COMPACT_MIN_CHARS ? compactValues(text) : undefined;
+  if (escaped === undefined && compact === undefined) return analyseText(sql);
+  let a = compact === undefined ? analyseText(text) : analyseText(compact.sql);
+  let layers: Edit[][] = [];
+  if (compact !== undefined && (a.rewrite !== null || a.channelText !== undefined)) a = analyseText(text);
+  else if (compact !== undefined) layers = [compact.edits];
+  if (escaped !== undefined) {
+    layers = [escaped.edits, ...layers];
+    // The rewrite is of the text as read: E'…' strings read with the setting off as '…' did.
+    if (a.rewrite !== null) a.rewrite = { sql: a.rewrite.sql, edits: [escaped.edits, ...a.rewrite.edits] };
   }
+  if (layers.length > 0) positionsBack(a, compact?.sql ?? text, sql, layers);
   return a;
+}
+
+/** Counts an analysis' positions in `original` instead of the `analysed` text the layers made from it. */
+function positionsBack(a: Analysis, analysed: string, original: string, layers: readonly Edit[][]): void {
+  const position = (p: number) => originalPosition(p, analysed, original, layers);
+  const index = (i: number) => layers.reduceRight((at, edits) => indexBefore(at, edits), i);
+  if (a.error?.position !== undefined) a.error.position = position(a.error.position);
+  for (const s of a.statements) {
+    s.start = index(s.start);
+    if (s.refusal?.position !== undefined) s.refusal.position = position(s.refusal.position);
+    for (const ref of s.refs) if (ref.position !== null) ref.position = position(ref.position);
+    for (const setting of s.settings) if (setting.kind === 'search_path' && setting.position !== null) setting.position = position(setting.position);
+  }
 }
 
 function analyseText(sql: string): Analysis {

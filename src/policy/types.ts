@@ -22,6 +22,11 @@ export interface Session {
    * connection's start-up value. Defaults to Postgres' own default, `"$user", public`.
    */
   defaultSearchPath?: readonly string[];
+  /**
+   * `standard_conforming_strings` as the server last reported it for the session (default on):
+   * off, a backslash in '…' is an escape, and statements are judged as Postgres reads them so.
+   */
+  standardConformingStrings?: boolean;
 }
 
 /** A change of session state that the front end applies once the statement succeeded. */
