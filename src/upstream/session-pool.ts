@@ -26,8 +26,10 @@ export interface SessionPoolOptions {
   idleMs: number;
   /**
    * `eager`: a released session runs DISCARD ALL before it is pooled (the wire relay hands the
-   * socket to a client as is). `lazy`: it is pooled at once, marked `needsReset`, and its next
-   * user resets it in the same round trip as its own statement (the REST API).
+   * socket to a client as is). `lazy`: it is pooled at once as its user left it, and its next
+   * user resets it in the same round trip as its own statement when it is marked `needsReset`
+   * (the REST API: every statement marks it, and one the policy found setting-free clears the
+   * mark again, see query-run.ts).
    */
   reset: 'eager' | 'lazy';
   /** How long `acquire` waits for a session when the role has `maxPerRole` busy. */
@@ -227,7 +229,6 @@ export class SessionPool {
       return;
     }
     if (this.opts.reset === 'lazy') {
-      session.needsReset = true;
       this.park(role, params, session);
       return;
     }

@@ -60,8 +60,15 @@ function oneStatement(count: number): void {
 /** What each rewrite of the statement changed (see Decision). */
 type Edits = Extract<Decision, { kind: 'rewrite' }>['edits'];
 
+/** A statement to run upstream: the SQL, what rewrites changed in it, and whether it can change a setting (Decision.settingFree). */
+interface Run {
+  sql: string;
+  edits?: Edits;
+  settingFree: boolean;
+}
+
 /** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
-async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<{ sql: string; edits?: Edits } | { done: string }> {
+async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<Run | { done: string }> {
   // Cached rights and a cached decision are used as they are, without a wait.
   const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
   const decided = deps.policy.decide(sql, rights, SESSION);
@@ -78,10 +85,10 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
       return { done: decision.commandTags[0] ?? '' };
     case 'allow':
       oneStatement(decision.statements);
-      return { sql };
+      return { sql, settingFree: decision.settingFree === true };
     case 'rewrite':
       oneStatement(decision.statements);
-      return { sql: decision.sql, edits: decision.edits };
+      return { sql: decision.sql, edits: decision.edits, settingFree: decision.settingFree === true };
     default:
       return assertNever(decision);
   }
@@ -100,7 +107,7 @@ function ran(deps: QueryDeps, req: FastifyRequest, principal: Principal, sql: st
 async function stream(
   deps: QueryDeps,
   principal: Principal,
-  sql: string,
+  { sql, settingFree }: Run,
   queryString: string,
   format: ResultFormat,
   reply: FastifyReply,
@@ -109,7 +116,7 @@ async function stream(
   const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
   let started: Started;
   try {
-    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), stop);
+    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), stop, settingFree);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
     throw tagOrigin((err instanceof PgError && (await deps.control.explainError(err, sql))) || err, 'upstream');
@@ -246,7 +253,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
       if (stop.cancelled) throw canceled();
       try {
-        return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, stop));
+        return raw.send(await stream(deps, principal, next, queryString, format, raw, stop));
       } catch (err: unknown) {
         // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
         if (next.edits === undefined || !(err instanceof PgError) || err.position === undefined) throw err;
