@@ -96,7 +96,15 @@ function citusTable(c: CitusResult): string[] {
     '|---|---|---|---|',
     ...c.wire.map((w) => `| ${w.scenario} | ${fmt(w.targets[direct]?.tps.median ?? NaN)} | ${fmt(w.targets[via]?.tps.median ?? NaN)} | ${fmt(ratio(w.targets[via]?.tps.median, w.targets[direct]?.tps.median), 2)} |`),
     '',
-    `REST one-row select on Citus: repobase ${fmt(c.rest[via]?.rps.median ?? NaN)} req/s, bare fastify+pg ${fmt(c.rest[bare]?.rps.median ?? NaN)} req/s (ratio ${fmt(ratio(c.rest[via]?.rps.median, c.rest[bare]?.rps.median), 2)}), errors ${(c.rest[via]?.errors ?? 0) + (c.rest[bare]?.errors ?? 0)}.`,
+    ...(
+      [
+        ['REST one-row select', c.rest],
+        ['REST SELECT 1 (setting-free: no reset between requests)', c.restSettingFree],
+      ] as const
+    ).map(
+      ([label, r]) =>
+        `${label} on Citus: repobase ${fmt(r[via]?.rps.median ?? NaN)} req/s, bare fastify+pg ${fmt(r[bare]?.rps.median ?? NaN)} req/s (ratio ${fmt(ratio(r[via]?.rps.median, r[bare]?.rps.median), 2)}); coordinator CPU µs per request ${fmt(r[via]?.cpu.postgres.median ?? NaN)} against ${fmt(r[bare]?.cpu.postgres.median ?? NaN)}; errors ${(r[via]?.errors ?? 0) + (r[bare]?.errors ?? 0)}.`,
+    ),
   ];
 }
 

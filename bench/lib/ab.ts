@@ -83,6 +83,7 @@ export function abRows(input: AbInput, suffix: string): AbRow[] {
     ...restRows(input.restOwnCores, ['repobase'], suffix, 'own cores: REST one-row select'),
     ...wireRows(input.citus?.wire, ['repobase on Citus'], suffix, 'Citus: '),
     ...restRows(input.citus?.rest, ['repobase on Citus'], suffix, 'Citus: REST one-row select'),
+    ...restRows(input.citus?.restSettingFree, ['repobase on Citus'], suffix, 'Citus: REST SELECT 1 (setting-free)'),
   ];
 }
 

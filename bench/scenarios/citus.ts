@@ -13,7 +13,7 @@ import pg from 'pg';
 import { BIN, conninfo, createBenchUser, REPO, serviceEnv, USER, type Conn } from '../env.js';
 import { startCitus } from '../lib/citus.js';
 import { freePort, run, start, waitFor } from '../lib/proc.js';
-import { BARE_BODY, measure, REPOBASE_BODY, startBare, type RestOptions, type RestResult, type Target } from './rest.js';
+import { BARE_BODY, measure, REPOBASE_BODY, SETTING_FREE_BODY, startBare, type RestOptions, type RestResult, type Target } from './rest.js';
 import { interleave, WIRE_SCENARIOS, type WireOptions, type WireResult, type WireTarget } from './wire.js';
 
 export interface CitusResult {
@@ -22,6 +22,8 @@ export interface CitusResult {
   repoNode: string;
   wire: WireResult[];
   rest: RestResult['targets'];
+  /** The REST targets with a setting-free statement (`SELECT 1 AS one`): no reset between requests. */
+  restSettingFree: RestResult['targets'];
 }
 
 const SCENARIOS = WIRE_SCENARIOS.filter((s) => !s.tls && (s.name === 'pgbench -S -M simple' || s.name === 'pgbench -S -M extended' || s.name === 'pgbench TPC-B -M simple'));
@@ -105,7 +107,10 @@ export async function runCitus(opts: { wire: WireOptions; rest: RestOptions; sca
       ...(theirs && ref ? [restTarget(theirs, `${CITUS_REPOBASE}${ref.suffix}`)] : []),
     ];
     const rest = await measure(restTargets, opts.rest, log, ' on Citus');
-    return { workers: ours.workers, repoNode: ours.repoNode, wire, rest };
+    // A statement after which no reset is due: what the coordinator spends when it is skipped.
+    const freeTargets = restTargets.map((t) => ({ ...t, body: SETTING_FREE_BODY }));
+    const restSettingFree = await measure(freeTargets, opts.rest, log, ' on Citus, SELECT 1');
+    return { workers: ours.workers, repoNode: ours.repoNode, wire, rest, restSettingFree };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   }

@@ -71,6 +71,12 @@ export interface Target {
 
 export const BARE_BODY = JSON.stringify({ query_string: QUERY });
 
+/**
+ * A statement the policy finds setting-free (policy/setting-free.ts): a session it ran on needs no
+ * reset before its next request. The same text for repobase and the bare route.
+ */
+export const SETTING_FREE_BODY = JSON.stringify({ query_string: 'SELECT 1 AS one' });
+
 /** The bare fastify+pg route with `processes` processes, up and answering. */
 export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const { host, port: pgPort, user, password, dbname } = env.direct;
