@@ -29,6 +29,7 @@
  */
 import type pg from 'pg';
 import { PgError, SqlState } from '../shared/errors.js';
+import { rewriterOf, type Rewriter } from './convert.js';
 import { CsvScan } from './csv-scan.js';
 import { DirectTable } from './direct-table.js';
 import { appendTargets, existingColumns, type Target } from './finish.js';
@@ -37,7 +38,7 @@ import { columnNames } from './names.js';
 import { assertWidth, renames, resolveColumns } from './overrides.js';
 import type { Reading } from './read.js';
 import { Spool } from './spool.js';
-import type { Format, ImportOutcome, ParseOptions, Progress, SqlType } from './types.js';
+import type { Format, ImportOutcome, ParseOptions, Progress, SqlType, Written } from './types.js';
 
 /** Bytes read before the types are guessed and the COPY starts. */
 export const SAMPLE_BYTES = 1 << 20;
@@ -76,13 +77,19 @@ class DirectLoad {
   private header = false;
   private names: string[] = [];
   private loaded: SqlType[] = [];
+  /** How the values of each column were found written when the COPY (re)started. */
+  private loadedWritten: (Written | undefined)[] = [];
+  /** The rewriting of each column's values that the COPY gets (convert.ts). */
+  private applied: (Rewriter | undefined)[] = [];
+  /** On append: the types of the table columns the file's columns go to. */
+  private appendTypes: string[] | undefined;
+  /** Whether the scan has seen the end of the upload. */
+  private ended = false;
   /** Columns whose type the caller chose: Postgres checks their values, inference does not move them. */
   private forced: boolean[] = [];
   private demoted: boolean[] = [];
   private restarts = 0;
   private out: Forwarder | undefined;
-  /** Skip ranges found while sampling, before the header is decided. */
-  private sampleSkips: number[] = [];
 
   constructor(
     private readonly client: pg.ClientBase,
@@ -135,38 +142,41 @@ class DirectLoad {
       sample.push(next.value);
       if (this.spool.size >= SAMPLE_BYTES && scan.width >= 0) break;
     }
-    if (next.done) scan.end();
+    if (next.done) this.end();
     if (scan.incompatible !== undefined) return scan.incompatible;
     if (scan.width < 0) throw new PgError(SqlState.BadCopyFileFormat, 'the file holds no records', { hint: 'upload a file with at least one row' });
     const refused = await this.start();
     if (refused !== undefined) return refused;
-    let base = 0;
-    for (const chunk of sample) {
-      if (!(await this.out!.forward(chunk, base))) return SKIPPED_LATE;
-      base += chunk.length;
-    }
+    if (!(await this.replay(sample))) return SKIPPED_LATE;
+    let base = this.spool.size;
     if (!next.done) {
       for (next = await it.next(); !next.done; next = await it.next()) {
         await this.read(next.value);
         if (scan.incompatible !== undefined) return scan.incompatible;
         if (this.mismatched()) {
           if (!(await this.restart())) return SKIPPED_LATE;
-        } else if (!(await this.out!.forward(next.value, base))) return SKIPPED_LATE;
+        } else if (!(await this.out!.forward(next.value, base, scan.decidedTo))) return SKIPPED_LATE;
         base += next.value.length;
       }
-      scan.end();
+      this.end();
       if (scan.incompatible !== undefined) return scan.incompatible;
     }
     return this.settle();
+  }
+
+  private end(): void {
+    this.scan.end();
+    this.ended = true;
   }
 
   /** Spools and scans one chunk. */
   private async read(chunk: Buffer): Promise<void> {
     await this.spool.append(chunk);
     this.scan.feed(chunk);
+    // While sampling nothing is sent yet: replay() finds the sample's ranges again.
     const skips = this.scan.takeSkips();
-    if (this.out) this.out.skip(skips);
-    else this.sampleSkips.push(...skips);
+    const replacements = this.scan.takeReplacements();
+    this.out?.skip(skips, replacements);
     this.progress.rows = this.scan.rows;
   }
 
@@ -191,14 +201,14 @@ class DirectLoad {
       const mapped = this.refusal(() => appendTargets(this.target, existing, this.names, this.header || renames(overrides), overrides));
       if (typeof mapped === 'string') return mapped;
       columns = mapped.map((m) => m.name);
+      this.appendTypes = mapped.map((m) => m.type);
     }
     this.forced = chosen.map((_, i) => overrides?.[i]?.type !== undefined);
-    this.loaded = chosen.map((c) => (c.dateLayout ? 'text' : c.type));
+    this.loaded = chosen.map((c) => c.type);
+    this.loadedWritten = chosen.map((c) => c.written);
     this.demoted = this.loaded.map(() => false);
     this.table = await this.pg(() => DirectTable.begin(this.client, this.target, columns, this.upload.delimiter, this.opts.nullValues[0]!));
     await this.pg(() => this.table!.open(this.loaded));
-    this.out = this.forwarder();
-    this.out.skip(this.sampleSkips);
     return undefined;
   }
 
@@ -220,11 +230,21 @@ class DirectLoad {
     return new Forwarder(this.header, (bytes) => this.pg(() => this.table!.write(bytes)));
   }
 
-  /** Whether a column's values no longer fit the type it is being loaded as. */
+  /** The type column `i`'s values are rewritten for (append: the table column's). */
+  private rewriteType(i: number): string {
+    return this.appendTypes === undefined ? this.loaded[i]! : this.restarts > MAX_RESTARTS ? 'text' : this.appendTypes[i]!;
+  }
+
+  /**
+   * Whether a column's values no longer fit the type it is being loaded as (on append the
+   * table's own types: Postgres checks each value), or need another rewriting.
+   */
   private mismatched(): boolean {
-    if (this.target.mode === 'append') return false; // the table's own types: Postgres checks each value
     const now = this.scan.types(this.header);
-    return this.loaded.some((t, i) => !this.forced[i] && t !== 'text' && (now[i]!.type !== t || now[i]!.dateLayout !== undefined));
+    return this.loaded.some((t, i) => {
+      if (rewriterOf(this.rewriteType(i), now[i]!.written) !== this.applied[i]) return true;
+      return this.appendTypes === undefined && !this.forced[i] && t !== 'text' && now[i]!.type !== t;
+    });
   }
 
   /** Starts over with the types known now, sending the spooled upload again. */
@@ -233,32 +253,53 @@ class DirectLoad {
     const all = ++this.restarts > MAX_RESTARTS;
     this.loaded = this.loaded.map((t, i) => {
       if (all) return 'text';
-      if (this.forced[i]) return t;
+      if (this.forced[i] || this.appendTypes !== undefined) return t;
       const current = now[i]!;
-      if (t === 'text' || (current.type === t && current.dateLayout === undefined)) return t;
+      if (t === 'text' || current.type === t) return t;
       const demote = this.demoted[i]!;
       this.demoted[i] = true;
-      return demote || current.dateLayout ? 'text' : current.type;
+      return demote ? 'text' : current.type;
     });
+    this.loadedWritten = now.map((c) => c.written);
     await this.pg(() => this.table!.restart(this.loaded));
+    return this.replay(this.spool.read(0, this.spool.size));
+  }
+
+  /**
+   * Sends the upload read so far (`chunks`, from its start) to a new COPY, with the rewriting of
+   * the columns as loaded now; from then on the scan finds the values to rewrite itself.
+   */
+  private async replay(chunks: Iterable<Buffer> | AsyncIterable<Buffer>): Promise<boolean> {
     const out = (this.out = this.forwarder());
+    this.applied = this.loaded.map((_, i) => rewriterOf(this.rewriteType(i), this.loadedWritten[i]));
     const replay = new CsvScan(this.upload.delimiter.charCodeAt(0), this.nullBytes, false);
+    replay.rewrite(this.applied, !this.header);
     let base = 0;
-    for await (const chunk of this.spool.read(0, this.spool.size)) {
+    for await (const chunk of chunks) {
       replay.feed(chunk);
-      out.skip(replay.takeSkips());
-      if (replay.incompatible !== undefined || !(await out.forward(chunk, base))) return false;
+      out.skip(replay.takeSkips(), replay.takeReplacements());
+      if (replay.incompatible !== undefined || !(await out.forward(chunk, base, replay.decidedTo))) return false;
       base += chunk.length;
     }
+    if (this.ended) {
+      replay.end();
+      out.skip(replay.takeSkips(), replay.takeReplacements());
+      if (!(await out.forward(Buffer.alloc(0), base))) return false;
+    }
     this.scan.takeSkips();
+    this.scan.takeReplacements();
+    this.scan.rewrite(this.applied, false);
     return true;
   }
 
-  /** After the end: applies the last skips and restarts once more if the last record changed a type. */
+  /** After the end: restarts once more if the last record changed a type, else sends what is left. */
   private async settle(): Promise<string | undefined> {
-    this.out!.skip(this.scan.takeSkips());
-    if (!(await this.out!.forward(Buffer.alloc(0), this.spool.size))) return SKIPPED_LATE;
-    if (this.mismatched() && !(await this.restart())) return SKIPPED_LATE;
+    if (this.mismatched()) {
+      if (!(await this.restart())) return SKIPPED_LATE;
+    } else {
+      this.out!.skip(this.scan.takeSkips(), this.scan.takeReplacements());
+      if (!(await this.out!.forward(Buffer.alloc(0), this.spool.size))) return SKIPPED_LATE;
+    }
     // A header guessed from the sample that the whole file contradicts: its first row was not loaded.
     return this.scan.isHeader(this.opts.header) === this.header ? undefined : 'the header guessed from the first rows';
   }

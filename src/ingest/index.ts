@@ -87,7 +87,8 @@ async function importRows(client: pg.ClientBase, upload: OpenedUpload, opts: Par
       if (!existing) throw new PgError(SqlState.UndefinedTable, `table "${target.table}" does not exist in repo "${target.schema}"`);
       const byName = reading.header || renames(opts.columns);
       const mapped = appendTargets(target, existing, reading.columns.map((c) => c.name), byName, opts.columns);
-      rows = await appendRows(client, target, mapped, reading.skipLine);
+      const written = mapped.map((m) => ({ ...m, written: reading.columns[m.index]!.written }));
+      rows = await appendRows(client, target, written, reading.skipLine);
     } else {
       rows = await createTable(client, target, reading.columns, reading.skipLine);
     }

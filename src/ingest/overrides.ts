@@ -5,6 +5,7 @@
  * columns, the names of the columns not renamed — is checked once those are known (resolveColumns).
  */
 import { PgError, SqlState } from '../shared/errors.js';
+import { writtenAs } from './convert.js';
 import { COLUMN_NAME_RULE, isColumnName } from './names.js';
 import { MAX_COLUMNS } from './staging.js';
 import type { ColumnOverride, InferredColumn, SqlType } from './types.js';
@@ -129,8 +130,9 @@ export function assertWidth(overrides: readonly ColumnOverride[] | undefined, na
 
 /**
  * The file's columns (`inferred`, named by the header or `column_<n>`) with the overrides
- * applied. A DATE override keeps the non-ISO layout inference found for the column, if any
- * (every value fits it); otherwise values are read as Postgres reads dates.
+ * applied. A type of the same family keeps how inference found the values written (a numeric
+ * type, thousands separators; a date or timestamp type, the date layout): every value fits it.
+ * Otherwise values are read as Postgres reads them (dates month first).
  */
 export function resolveColumns(inferred: readonly InferredColumn[], overrides: readonly ColumnOverride[] | undefined): InferredColumn[] {
   if (overrides === undefined) return [...inferred];
@@ -138,7 +140,7 @@ export function resolveColumns(inferred: readonly InferredColumn[], overrides: r
   const columns = inferred.map((c, i) => {
     const o = overrides[i]!;
     const type = o.type ?? c.type;
-    return { name: o.name ?? c.name, type, dateLayout: type === 'date' ? c.dateLayout : undefined };
+    return { name: o.name ?? c.name, type, written: writtenAs(type, c.written), ambiguous: type === 'text' ? c.ambiguous : undefined };
   });
   const twice = repeated(columns.map((c) => c.name));
   if (twice.length) {
