@@ -10,7 +10,7 @@
  */
 import { escapeLiteral } from 'pg';
 import type { Written } from './types.js';
-import { numericOrder, rewriteDate } from './written.js';
+import { GROUPED, numericOrder, rewriteDate } from './written.js';
 
 /**
  * Settings under which every load runs (`SET LOCAL`, in its transaction): what Postgres still
@@ -55,14 +55,14 @@ const dayFirst: Rewriter = (b, s, e) => rewriteDate(b, s, e, 'day-first');
 /** What a column whose values are `written` so must have rewritten to load as `type` (as format_type spells it). */
 function applies(type: string, written: Written | undefined): 'grouped' | 'month-first' | 'day-first' | undefined {
   if (written === undefined) return undefined;
-  if (written.layout === 'grouped') return NUMERIC_TYPE.test(type) ? 'grouped' : undefined;
+  if (written.layout === GROUPED) return NUMERIC_TYPE.test(type) ? 'grouped' : undefined;
   return DATE_TYPE.test(type) ? numericOrder(written.layout) : undefined;
 }
 
 /** How values `written` so read as `type`: as written, when the type is of their family (a number, a date); else undefined. */
 export function writtenAs(type: string, written: Written | undefined): Written | undefined {
   if (written === undefined) return undefined;
-  return (written.layout === 'grouped' ? NUMERIC_TYPE : DATE_TYPE).test(type) ? written : undefined;
+  return (written.layout === GROUPED ? NUMERIC_TYPE : DATE_TYPE).test(type) ? written : undefined;
 }
 
 /** The rewriting of a column's values on their way to COPY, if any. */

@@ -64,7 +64,7 @@ export class CsvScan {
   private rewriteFirst = false;
   /** The bytes of the REPLACE ranges found since the last takeReplacements(), in order. */
   private replacements: Buffer[] = [];
-  /** Stream offset where the current field's bytes start (after its opening quote). */
+  /** Stream offset where the current field's bytes start (after its opening quote), while they are carried. */
   private fieldStart = 0;
 
   private offset = 0;
@@ -236,11 +236,12 @@ export class CsvScan {
   }
 
   /**
-   * The stream offset up to which every range is known: the start of the field being read, if
-   * any (a value to rewrite is known only once it has ended), else the end of what was fed.
+   * The stream offset up to which every range is known: the start of the record being read, if
+   * any (its ranges are known once it has ended: whether it is a blank line, the values to
+   * rewrite), else the end of what was fed.
    */
   get decidedTo(): number {
-    return this.state === UNQUOTED || this.state === QUOTED || this.state === QUOTE_SEEN ? this.fieldStart : this.offset;
+    return (this.state === START && this.fieldIndex === 0) || this.state === AFTER_CR ? this.offset : this.recordStart;
   }
 
   /** The type of every column, counting the first record as data unless it is the header. */

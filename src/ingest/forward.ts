@@ -1,11 +1,10 @@
 /**
  * What the direct load sends to Postgres: the upload's bytes less the ranges the scanner marked
  * (blank lines; the first record when it is the header), with the values it rewrites replaced
- * (convert.ts), as subarrays of the chunks (copied only where a value is replaced).
- * A range is only known once its line has ended; one that began in bytes already sent (a line
- * holding just the NULL text, cut between two chunks after the sample) cannot be taken back. A
- * value to rewrite is known once it has ended, so with rewriting the bytes of the field being
- * read are held back until the next chunk (forward's `upTo`).
+ * (convert.ts): subarrays of the chunks, in one write per chunk (copied only where several).
+ * A range is only known once its record has ended, so the bytes of the record being read are
+ * held back until a later chunk ends it (forward's `upTo`, the scanner's decidedTo): a range that
+ * began in bytes already sent could not be taken back.
  */
 import { REPLACE, SKIP_FIRST } from './csv-scan.js';
 

@@ -9,7 +9,7 @@
 import { ALL, Bit, LAYOUTS, NUMBER_FORMS } from './classify-bits.js';
 import { classify } from './classify.js';
 import type { ColumnType, Written } from './types.js';
-import { DATE_LAYOUTS, type DateLayout } from './written.js';
+import { DATE_LAYOUTS, GROUPED, type DateLayout } from './written.js';
 
 /** The type chosen for a mask, with how its values are written (or, for TEXT, why dates were not dates). */
 export interface ChosenType {
@@ -48,7 +48,7 @@ export function chooseType(mask: number, seen: boolean): ChosenType {
   if (!seen) return { type: 'text' };
   if (mask & Bit.Boolean) return { type: 'boolean' };
   if (mask & NUMBER_FORMS) {
-    for (const [bit, type] of NUMBERS) if (mask & bit) return mask & Bit.Bare ? { type } : { type, written: { layout: 'grouped' } };
+    for (const [bit, type] of NUMBERS) if (mask & bit) return mask & Bit.Bare ? { type } : { type, written: { layout: GROUPED } };
   }
   for (const [bit, type] of DATE_KINDS) if (mask & bit) return dateType(mask, type);
   if (mask & Bit.Json) return { type: 'jsonb' };

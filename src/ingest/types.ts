@@ -3,7 +3,7 @@
  * column types an upload can be given.
  */
 
-import type { DateLayout } from './written.js';
+import type { DateLayout, Layout } from './written.js';
 
 /** File formats an upload may be in. */
 export const FORMATS = ['csv', 'tsv', 'json', 'ndjson', 'xlsx'] as const;
@@ -71,7 +71,7 @@ export interface ParseOptions {
  * on a 12-hour clock or not. The loader reads each value by it (convert.ts).
  */
 export interface Written {
-  layout: 'grouped' | DateLayout;
+  layout: Layout;
   /** Times with AM/PM. */
   clock12?: boolean | undefined;
 }

@@ -1,5 +1,6 @@
 /**
- * Dates and timestamps as people write them, besides ISO 8601: `2015/01/31`, `01/31/2015` or
+ * Values as people write them: numbers with their thousands grouped (`1,234,567.5`, GROUPED),
+ * and dates and timestamps besides ISO 8601: `2015/01/31`, `01/31/2015` or
  * `31/01/2015`, `31.01.2015`, `Jan 31 2015`, `January 31, 2015`, `31 Jan 2015`, `31-Jan-2015`,
  * each maybe followed by a time (`13:30`, `1:30:05.25 PM`) and a zone offset (`+01:00`, `Z`).
  * The grammar is read over UTF-8 bytes, for the byte scanner and (through a Buffer) for
@@ -26,6 +27,15 @@ export const DATE_LAYOUTS = {
   'DD-Mon-YYYY': Bit.DMonYDash,
 } as const;
 export type DateLayout = keyof typeof DATE_LAYOUTS;
+
+/** The layout of numbers with their thousands grouped by commas (any number of decimals after a point). */
+export const GROUPED = '1,234,567';
+
+/** How a column's values may be written, besides ISO dates and bare numbers: a date layout, or GROUPED. */
+export type Layout = DateLayout | typeof GROUPED;
+
+/** Every layout, with the bit a value written so has. */
+export const LAYOUT_BITS: Readonly<Record<Layout, number>> = { ...DATE_LAYOUTS, [GROUPED]: Bit.Grouped };
 
 /** Layouts whose day and month are both numbers: Postgres would read them by DateStyle, so they are rewritten. */
 const NUMERIC_ORDER: Partial<Record<DateLayout, 'month-first' | 'day-first'>> = {

@@ -1,6 +1,8 @@
 /** The `columns` field of an upload: types spelled every way people write them, names, shapes. */
 import { describe, expect, test } from 'vitest';
 import { parseOverrides, resolveColumns, sqlTypeOf } from '../../../src/ingest/overrides.js';
+import type { InferredColumn } from '../../../src/ingest/types.js';
+import { GROUPED } from '../../../src/ingest/written.js';
 import { PgError } from '../../../src/shared/errors.js';
 
 describe('sqlTypeOf', () => {
@@ -82,10 +84,10 @@ describe('parseOverrides', () => {
 });
 
 describe('resolveColumns', () => {
-  const inferred = [
+  const inferred: InferredColumn[] = [
     { name: 'when', type: 'date' as const, written: { layout: 'MM/DD/YYYY' as const } },
     { name: 'zip', type: 'text' as const },
-    { name: 'amount', type: 'double precision' as const, written: { layout: 'grouped' as const } },
+    { name: 'amount', type: 'double precision' as const, written: { layout: GROUPED } },
   ];
 
   test('no overrides: the inferred columns', () => {
@@ -96,7 +98,7 @@ describe('resolveColumns', () => {
     expect(resolveColumns(inferred, parseOverrides('[{"type": "TIMESTAMP"}, {"name": "postcode"}, {"type": "NUMERIC(10,2)"}]'))).toEqual([
       { name: 'when', type: 'timestamp without time zone', written: { layout: 'MM/DD/YYYY' } },
       { name: 'postcode', type: 'text' },
-      { name: 'amount', type: 'numeric(10,2)', written: { layout: 'grouped' } },
+      { name: 'amount', type: 'numeric(10,2)', written: { layout: GROUPED } },
     ]);
     expect(resolveColumns(inferred, parseOverrides('[{"type": "TEXT"}, {}, {"type": "TEXT"}]'))).toEqual([
       { name: 'when', type: 'text' },
