@@ -249,6 +249,11 @@ export class CsvScan {
     return this.columns?.types(header) ?? [];
   }
 
+  /** Whether every value of column `col` so far has one of `bits` (classify-bits.ts). */
+  fits(col: number, bits: number, header: boolean): boolean {
+    return this.columns?.fits(col, bits, header) ?? true;
+  }
+
   /** Whether the first record names the columns, by `mode` (auto: the rule of infer.ts). */
   isHeader(mode: HeaderMode): boolean {
     return mode === 'first_row' || (mode === 'auto' && this.columns !== undefined && this.columns.isHeader());

@@ -34,6 +34,8 @@ import { CsvScan } from './csv-scan.js';
 import { DirectTable } from './direct-table.js';
 import { appendTargets, existingColumns, type Target } from './finish.js';
 import { Forwarder } from './forward.js';
+import { requiredBits } from './layout-check.js';
+import type { ChosenType } from './infer.js';
 import { columnNames } from './names.js';
 import { assertWidth, renames, resolveColumns } from './overrides.js';
 import type { Reading } from './read.js';
@@ -66,6 +68,8 @@ export function canLoadDirect(delimiter: string, nullValues: readonly string[]):
 
 /** A line to skip (a NULL text alone on it) that began in bytes Postgres already has. */
 const SKIPPED_LATE = 'a skipped line across chunks';
+/** A value not written as the caller said its column is: the row-by-row path names it. */
+const NOT_AS_CHOSEN = 'a value not written in the layout chosen for its column';
 
 /** Thrown by Postgres steps of the direct load: the row-by-row path takes over. */
 class Abandon extends Error {}
@@ -85,6 +89,8 @@ class DirectLoad {
   private appendTypes: string[] | undefined;
   /** Whether the scan has seen the end of the upload. */
   private ended = false;
+  /** The bit each column's chosen layout (`written` of the columns field) requires of its values. */
+  private readonly required: (number | undefined)[];
   /** Columns whose type the caller chose: Postgres checks their values, inference does not move them. */
   private forced: boolean[] = [];
   private demoted: boolean[] = [];
@@ -100,6 +106,7 @@ class DirectLoad {
     private readonly spool: Spool,
   ) {
     this.nullBytes = Buffer.from(opts.nullValues[0]!, 'utf8');
+    this.required = requiredBits(opts.columns);
     this.scan = new CsvScan(upload.delimiter.charCodeAt(0), this.nullBytes, true);
   }
 
@@ -147,12 +154,14 @@ class DirectLoad {
     if (scan.width < 0) throw new PgError(SqlState.BadCopyFileFormat, 'the file holds no records', { hint: 'upload a file with at least one row' });
     const refused = await this.start();
     if (refused !== undefined) return refused;
+    if (this.notAsChosen()) return NOT_AS_CHOSEN;
     if (!(await this.replay(sample))) return SKIPPED_LATE;
     let base = this.spool.size;
     if (!next.done) {
       for (next = await it.next(); !next.done; next = await it.next()) {
         await this.read(next.value);
         if (scan.incompatible !== undefined) return scan.incompatible;
+        if (this.notAsChosen()) return NOT_AS_CHOSEN;
         if (this.mismatched()) {
           if (!(await this.restart())) return SKIPPED_LATE;
         } else if (!(await this.out!.forward(next.value, base, scan.decidedTo))) return SKIPPED_LATE;
@@ -230,6 +239,16 @@ class DirectLoad {
     return new Forwarder(this.header, (bytes) => this.pg(() => this.table!.write(bytes)));
   }
 
+  /** Whether a column has a value that does not fit the layout the caller chose for it. */
+  private notAsChosen(): boolean {
+    return this.required.some((bit, i) => bit !== undefined && !this.scan.fits(i, bit, this.header));
+  }
+
+  /** How column `i`'s values are written by `now`'s inference, or as the caller chose. */
+  private written(now: readonly ChosenType[], i: number): Written | undefined {
+    return this.required[i] === undefined ? now[i]!.written : this.loadedWritten[i];
+  }
+
   /** The type column `i`'s values are rewritten for (append: the table column's). */
   private rewriteType(i: number): string {
     return this.appendTypes === undefined ? this.loaded[i]! : this.restarts > MAX_RESTARTS ? 'text' : this.appendTypes[i]!;
@@ -242,7 +261,7 @@ class DirectLoad {
   private mismatched(): boolean {
     const now = this.scan.types(this.header);
     return this.loaded.some((t, i) => {
-      if (rewriterOf(this.rewriteType(i), now[i]!.written) !== this.applied[i]) return true;
+      if (rewriterOf(this.rewriteType(i), this.written(now, i)) !== this.applied[i]) return true;
       return this.appendTypes === undefined && !this.forced[i] && t !== 'text' && now[i]!.type !== t;
     });
   }
@@ -260,7 +279,7 @@ class DirectLoad {
       this.demoted[i] = true;
       return demote ? 'text' : current.type;
     });
-    this.loadedWritten = now.map((c) => c.written);
+    this.loadedWritten = now.map((_, i) => this.written(now, i));
     await this.pg(() => this.table!.restart(this.loaded));
     return this.replay(this.spool.read(0, this.spool.size));
   }
@@ -294,6 +313,7 @@ class DirectLoad {
 
   /** After the end: restarts once more if the last record changed a type, else sends what is left. */
   private async settle(): Promise<string | undefined> {
+    if (this.notAsChosen()) return NOT_AS_CHOSEN;
     if (this.mismatched()) {
       if (!(await this.restart())) return SKIPPED_LATE;
     } else {

@@ -26,10 +26,12 @@ export type ColumnType = 'boolean' | 'bigint' | 'numeric' | 'double precision' |
  */
 export type SqlType = ColumnType | 'integer' | 'uuid' | `numeric(${number},${number})`;
 
-/** The caller's choice for one column of the file: a new name, a type, both, or neither (keep). */
+/** The caller's choice for one column of the file: a new name, a type, how its values are written; or nothing (keep). */
 export interface ColumnOverride {
   name?: string | undefined;
   type?: SqlType | undefined;
+  /** Every value of the column must be written so (written.ts); each is read by it. */
+  written?: Layout | undefined;
 }
 
 /** One record of the file: where it starts (line, or row/element for XLSX/JSON) and its cells; null is SQL NULL. */

@@ -179,8 +179,8 @@ function amPm(b: Uint8Array, k: number, e: number): boolean {
 /**
  * The time after a date, from `i` (the space after the date) to `e`:
  * `H:MM[:SS[.fraction]]` with an optional AM/PM (then 1–12 o'clock, else 0–23), then an optional
- * offset (`Z`, `±HH`, `±HHMM`, `±HH:MM`); a space before AM/PM or the offset is allowed. Returns
- * the kind and clock bits, or 0.
+ * offset (`Z`, `±HH`, `±HHMM`, `±HH:MM`); a space before AM/PM or the offset is allowed (after
+ * AM/PM required). Returns the kind and clock bits, or 0.
  */
 function timeBits(b: Uint8Array, i: number, e: number): number {
   if (at(b, i, e) !== SPACE) return 0;
@@ -211,6 +211,8 @@ function timeBits(b: Uint8Array, i: number, e: number): number {
   }
   if (clock === Bit.Clock12 ? hour < 1 || hour > 12 : hour > 23) return 0;
   if (j === e) return Bit.Timestamp | clock;
+  // Postgres reads `am-08` or `pmZ` as one word (a zone name it does not know): after AM/PM, a space.
+  if (clock === Bit.Clock12 && at(b, j, e) !== SPACE) return 0;
   k = at(b, j, e) === SPACE ? j + 1 : j;
   const z = at(b, k, e);
   if (z === Z) return k + 1 === e ? Bit.TimestampTz | clock : 0;
@@ -287,4 +289,14 @@ export function exampleOf(layout: DateLayout, kind: 'date' | 'timestamp' | 'time
   if (kind === 'date') return EXAMPLES[layout];
   const time = clock12 ? '1:30 PM' : '13:30';
   return `${EXAMPLES[layout]} ${time}${kind === 'timestamptz' ? ' +01:00' : ''}`;
+}
+
+/**
+ * How the values of a column of `type` (as format_type spells it) in `layout` look, as an
+ * example: `1,234,567.89`, `Jan 31 2000`, `31/01/2000 1:30 PM`.
+ */
+export function exampleOfColumn(type: string, layout: Layout, clock12 = false): string {
+  if (layout === GROUPED) return /^(bigint|integer|smallint)$/.test(type) ? '1,234,567' : '1,234,567.89';
+  const kind = type === 'date' ? 'date' : type.endsWith('with time zone') && !type.endsWith('without time zone') ? 'timestamptz' : 'timestamp';
+  return exampleOf(layout, kind, clock12);
 }
