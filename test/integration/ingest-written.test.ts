@@ -281,8 +281,8 @@ describe('what stays TEXT, and why the preview says', () => {
 describe('what Postgres still parses itself reads the same under any session', () => {
   test('a DATE chosen for dates in no one layout reads them month first; a time without offset chosen as TIMESTAMP WITH TIME ZONE is UTC', async () => {
     for (const rowByRow of [false, true]) {
-      const got = await load('d,t\n03/04/2000,2023-03-12 02:30\n2000-01-31,2023-07-01 00:00\n', { rowByRow, columns: parseOverrides('[{"type": "DATE"}, {"type": "TIMESTAMP WITH TIME ZONE"}]') });
-      expect(await rows(svc, `SELECT to_char(d, 'YYYY-MM-DD'), to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') FROM ${q(got.table)} ORDER BY d`)).toEqual([
+      const got = await load('day,at\n03/04/2000,2023-03-12 02:30\n2000-01-31,2023-07-01 00:00\n', { rowByRow, columns: parseOverrides('[{"type": "DATE"}, {"type": "TIMESTAMP WITH TIME ZONE"}]') });
+      expect(await rows(svc, `SELECT to_char(day, 'YYYY-MM-DD'), to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') FROM ${q(got.table)} ORDER BY day`)).toEqual([
         ['2000-01-31', '2023-07-01 00:00'],
         ['2000-03-04', '2023-03-12 02:30'],
       ]);
