@@ -137,7 +137,7 @@ describe('random files: Postgres reads what csv.ts reads', () => {
       expect({ ...got.ok, table: '', load: undefined }, JSON.stringify(text)).toEqual({ ...reference.ok, table: '', load: undefined });
       expect(await contents(got.ok.table), JSON.stringify(text)).toEqual(await contents(reference.ok.table));
     }
-    expect(paths.direct).toBeGreaterThan(90);
+    expect(paths.direct).toBeGreaterThan(80);
     expect(paths.failed).toBeGreaterThan(5);
   }, 120_000);
 });
