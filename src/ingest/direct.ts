@@ -17,15 +17,19 @@
  * its cost was within the noise, under 0.1 s). A column whose guess a later value contradicts
  * makes the load start over from the spool with a better guess (at most MAX_RESTARTS times, then
  * every column as text): one restart 60% into the benchmark file costs 1.4 s (0.6×). Columns
- * loaded as text that turn out typed (no value in the sample, a non-ISO date layout) are converted
- * at the end with one `ALTER TABLE`. Whatever Postgres would read differently from csv.ts
+ * loaded as text that turn out typed (no value in the sample, dates that read both month first and
+ * day first there) are converted at the end with one `ALTER TABLE`. The values Postgres would
+ * misread (all-digit days, thousands separators: convert.ts) are rewritten on their way to COPY:
+ * the scan notes where they are, the forwarder puts the new bytes in their place, and a record is
+ * sent once the scan has seen all of it (the ALTER rewrite they would otherwise need cost ~3×
+ * the COPY on a 100 MB file). Whatever Postgres would read differently from csv.ts
  * (incompatible CSV, a header guessed wrong, an error from Postgres, e.g. an append value that
  * does not fit) hands the whole upload, from the spool, to the row-by-row path instead, whose
  * answers (errors with their line included) are the reference.
  *
  * Columns whose type the caller chose (overrides.ts) are created with it and never restarted:
  * Postgres checks their values as they stream in, and a value it refuses goes row by row too,
- * to be named with its line.
+ * to be named with its line; so does a value not written in the layout the caller chose.
  */
 import type pg from 'pg';
 import { PgError, SqlState } from '../shared/errors.js';
