@@ -89,6 +89,11 @@ class DirectLoad {
   private loadedWritten: (Written | undefined)[] = [];
   /** The rewriting of each column's values that the COPY gets (convert.ts). */
   private applied: (Rewriter | undefined)[] = [];
+  /**
+   * Whether some column is rewritten: then a record is sent once the scan has seen all of it.
+   * Otherwise chunks go on as they come (holding back measured no faster, and is not needed).
+   */
+  private rewriting = false;
   /** On append: the types of the table columns the file's columns go to. */
   private appendTypes: string[] | undefined;
   /** Whether the scan has seen the end of the upload. */
@@ -168,7 +173,7 @@ class DirectLoad {
         if (this.notAsChosen()) return NOT_AS_CHOSEN;
         if (this.mismatched()) {
           if (!(await this.restart())) return SKIPPED_LATE;
-        } else if (!(await this.out!.forward(next.value, base, scan.decidedTo))) return SKIPPED_LATE;
+        } else if (!(await this.out!.forward(next.value, base, this.rewriting ? scan.decidedTo : undefined))) return SKIPPED_LATE;
         base += next.value.length;
       }
       this.end();
@@ -290,11 +295,13 @@ class DirectLoad {
 
   /**
    * Sends the upload read so far (`chunks`, from its start) to a new COPY, with the rewriting of
-   * the columns as loaded now; from then on the scan finds the values to rewrite itself.
+   * the columns as loaded now; from then on the scan finds the values to rewrite itself. Each
+   * record goes once the replay has seen all of it (its header or blank-line ranges are known).
    */
   private async replay(chunks: Iterable<Buffer> | AsyncIterable<Buffer>): Promise<boolean> {
     const out = (this.out = this.forwarder());
     this.applied = this.loaded.map((_, i) => rewriterOf(this.rewriteType(i), this.loadedWritten[i]));
+    this.rewriting = this.applied.some((r) => r !== undefined);
     const replay = new CsvScan(this.upload.delimiter.charCodeAt(0), this.nullBytes, false);
     replay.rewrite(this.applied, !this.header);
     let base = 0;

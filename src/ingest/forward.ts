@@ -2,9 +2,11 @@
  * What the direct load sends to Postgres: the upload's bytes less the ranges the scanner marked
  * (blank lines; the first record when it is the header), with the values it rewrites replaced
  * (convert.ts): subarrays of the chunks, in one write per chunk (copied only where several).
- * A range is only known once its record has ended, so the bytes of the record being read are
- * held back until a later chunk ends it (forward's `upTo`, the scanner's decidedTo): a range that
- * began in bytes already sent could not be taken back.
+ * A range is only known once its record has ended: a range that began in bytes already sent
+ * cannot be taken back (a line holding just the NULL text, cut between two chunks after the
+ * sample). So where it matters — with values to rewrite, and while replaying the sample or the
+ * spool — the bytes of the record being read are held back until a later chunk ends it
+ * (forward's `upTo`, the scanner's decidedTo).
  */
 import { REPLACE, SKIP_FIRST } from './csv-scan.js';
 

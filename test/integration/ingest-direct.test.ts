@@ -250,11 +250,24 @@ describe('guesses from the first MiB that the rest contradicts', () => {
     expect((await contents(got.table)).types).toEqual({ column_1: 'text', column_2: 'text' });
   });
 
-  test('a line holding only the NULL text, cut by a chunk boundary after the sample: held back until it ends, then skipped', async () => {
+  test('a line holding only the NULL text, cut by a chunk boundary after the sample: row by row', async () => {
     const size = 65536;
     const boundary = size * Math.ceil(SAMPLE_BYTES / size + 2);
-    let text = big('a,b', (i) => `${i},${i}`, Math.floor(boundary / 14));
+    // b is text from the start: no restart (whose replay would hold the line back) comes first.
+    let text = big('a,b', (i) => `${i},v${i}`, Math.floor(boundary / 15));
     text += `0,${'x'.repeat(boundary - 1 - Buffer.byteLength(text) - 3)}\nNA\n1,2\n`;
+    const got = await load(text, { nullValues: ['NA'] }, { size });
+    expect(got.load).toEqual({ path: 'rows', reason: 'a skipped line across chunks' });
+    const reference = await load(text, rowByRow({ nullValues: ['NA'] }));
+    expect(got.rows).toBe(reference.rows);
+    expect((await load(text, { nullValues: ['NA'] }, { size: size + 1 })).load).toMatchObject({ path: 'direct' });
+  });
+
+  test('the same with values to rewrite: the record is held back until it ends, then skipped', async () => {
+    const size = 65536;
+    const boundary = size * Math.ceil(SAMPLE_BYTES / size + 2);
+    let text = big('a,b,n', (i) => `${i},${i},"1,${String(i % 1000).padStart(3, '0')}"`, Math.floor(boundary / 22));
+    text += `0,${'x'.repeat(boundary - 1 - Buffer.byteLength(text) - 3 - 9)},"1,000"\nNA\n1,2,"2,000"\n`;
     const got = await load(text, { nullValues: ['NA'] }, { size });
     expect(got.load).toEqual({ path: 'direct', restarts: 1, converted: 0 });
     const reference = await load(text, rowByRow({ nullValues: ['NA'] }));
