@@ -2,17 +2,21 @@
 // asks, so the result is cached by text and serves every user.
 import { SqlState } from '../shared/errors.js';
 import { bodyHandlers } from './bodies.js';
-import { catalogHandlers, catalogRewrite } from './catalog-rewrite.js';
+import { catalogHandlers, noteCatalogRelation } from './catalog-refs.js';
+import { catalogRewrite } from './catalog-rewrite.js';
 import { ddlHandlers } from './ddl.js';
 import { dmlHandlers } from './dml.js';
 import { expressionHandlers } from './expressions.js';
-import type { Analysis, StatementFacts } from './facts.js';
+import type { Analysis, Rewritten, StatementFacts } from './facts.js';
 import { nodeOf, type Json } from './json.js';
 import { objectHandlers } from './objects.js';
 import { offsetsOf, type Offsets } from './offsets.js';
 import { parseSql, type RawStatement } from './parse.js';
 import { seedRewrite, type StatementText } from './rewrite.js';
+import { COMPACT_MIN_CHARS, compactValues } from './compact.js';
+import { indexBefore, originalPosition } from './splices.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
+import { grantHandlers } from './grants.js';
 import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
 
 const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
@@ -23,6 +27,7 @@ const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
   ...ruleHandlers,
   ...expressionHandlers,
   ...catalogHandlers,
+  ...grantHandlers,
 ]);
 
 function newFacts(node: Json, start = 0): StatementFacts {
@@ -39,6 +44,9 @@ function newFacts(node: Json, start = 0): StatementFacts {
     channels: [],
     channelSpans: [],
     catalog: [],
+    owners: [],
+    shares: [],
+    shareCommand: null,
     refusal: null,
     schema: null,
   };
@@ -51,8 +59,8 @@ function statementText(sql: string, raw: RawStatement, offsets: Offsets): { star
   };
 }
 
-function walk(facts: StatementFacts, node: Json, ctx: Omit<WalkContext, 'handlers' | 'forbidden' | 'nested'>): void {
-  const w = new Walker(facts, { ...ctx, handlers, forbidden: forbiddenStatements, nested });
+function walk(facts: StatementFacts, node: Json, ctx: Omit<WalkContext, 'handlers' | 'forbidden' | 'nested' | 'readRelation'>): void {
+  const w = new Walker(facts, { ...ctx, handlers, forbidden: forbiddenStatements, nested, readRelation: noteCatalogRelation });
   w.visit(node, 'read', noScope);
 }
 
@@ -67,19 +75,23 @@ function nested(w: Walker, sql: string, path: string[] | null): void {
   const offsets = offsetsOf(sql);
   for (const raw of parsed.statements) {
     const { start, end } = statementText(sql, raw, offsets);
-    const inner = new Walker(w.facts, { handlers, forbidden: forbiddenStatements, nested, offsets: null, path, body: true, text: sql.slice(start, end) });
+    const inner = new Walker(w.facts, { handlers, forbidden: forbiddenStatements, nested, readRelation: noteCatalogRelation, offsets: null, path, body: true, text: sql.slice(start, end) });
     inner.command = newFacts(raw.node).command;
     inner.visit(raw.node, 'read', noScope);
   }
 }
 
 /**
- * The string to forward instead of `sql`, or null: catalog reads redirected to the filtered views
- * first (a refusal when that cannot be done safely), then the seed rule on the result.
+ * The string to forward instead of `sql` with the edits of each rewrite (to map error positions
+ * back), or null: catalog reads redirected to the filtered views first (a refusal when that
+ * cannot be done safely), then the seed rule on the result.
  */
-function rewrite(sql: string, texts: readonly StatementText[], statements: StatementFacts[], offsets: Offsets): string | null {
+function rewrite(sql: string, texts: readonly StatementText[], statements: StatementFacts[], offsets: Offsets): Rewritten | null {
   const refs = statements.flatMap((s) => s.catalog);
-  if (refs.length === 0) return seedRewrite(sql, texts, offsets);
+  if (refs.length === 0) {
+    const seeded = seedRewrite(sql, texts, offsets);
+    return seeded === null ? null : { sql: seeded.sql, edits: [seeded.edits] };
+  }
   const redirected = catalogRewrite(sql, texts, refs, offsets);
   if ('code' in redirected) {
     const first = statements.find((s) => s.catalog.length > 0);
@@ -89,13 +101,34 @@ function rewrite(sql: string, texts: readonly StatementText[], statements: State
   const out = redirected.sql;
   const outOffsets = offsetsOf(out);
   const seeded = seedRewrite(out, redirected.parsed.map((raw) => ({ node: raw.node, ...statementText(out, raw, outOffsets) })), outOffsets);
-  return seeded ?? out;
+  return seeded === null ? { sql: out, edits: [redirected.edits] } : { sql: seeded.sql, edits: [redirected.edits, seeded.edits] };
 }
 
 const hasLoneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** Analyses a whole query string. */
+/**
+ * Analyses a whole query string. A large one is analysed with its runs of constant VALUES rows
+ * cut to one row each (`compact.ts`), positions mapped back; unless that analysis rewrites the
+ * text (which must then be done on the text as sent): then in full.
+ */
 export function analyse(sql: string): Analysis {
+  const compact = sql.length >= COMPACT_MIN_CHARS ? compactValues(sql) : undefined;
+  if (compact === undefined) return analyseText(sql);
+  const a = analyseText(compact.sql);
+  if (a.rewrite !== null || a.channelText !== undefined) return analyseText(sql);
+  const layers = [compact.edits];
+  const position = (p: number | null | undefined) => (p == null ? p : originalPosition(p, compact.sql, sql, layers));
+  if (a.error?.position !== undefined) a.error.position = position(a.error.position) ?? undefined;
+  for (const s of a.statements) {
+    s.start = indexBefore(s.start, compact.edits);
+    if (s.refusal?.position !== undefined) s.refusal.position = position(s.refusal.position) ?? undefined;
+    for (const ref of s.refs) ref.position = position(ref.position) ?? null;
+    for (const setting of s.settings) if (setting.kind === 'search_path') setting.position = position(setting.position) ?? null;
+  }
+  return a;
+}
+
+function analyseText(sql: string): Analysis {
   if (sql.includes('\0') || hasLoneSurrogate.test(sql)) {
     return { error: { code: SqlState.CharacterNotInRepertoire, message: 'invalid byte sequence for encoding "UTF8"' }, statements: [], rewrite: null };
   }

@@ -12,6 +12,7 @@ import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 
 export { clientChannel } from './channels.js';
+export { errorInOriginal } from './splices.js';
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange } from './types.js';
 
 /**
@@ -24,8 +25,8 @@ export function misread(sql: string, reading: ReadonlyMap<string, string>): Deci
   return refusal && { kind: 'deny', error: toError(refusal) };
 }
 
-/** The statement size limit of DESIGN.md: 1 MiB. */
-export const DEFAULT_MAX_STATEMENT_BYTES = 1024 * 1024;
+/** The default statement size limit: 64 MiB (multi-row INSERTs of ORMs and pandas run to megabytes). */
+export const DEFAULT_MAX_STATEMENT_BYTES = 64 * 1024 * 1024;
 const defaultCacheSize = 5000;
 const cacheChars = 16 * 1024 * 1024;
 const cacheKeyChars = 64 * 1024;
@@ -64,9 +65,12 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
 
   function decide(sql: string, rights: Rights, session: Session): Decision | Promise<Decision> {
     // The hot path: a repeated or prepared statement is one map lookup plus the rights check.
-    const cached = cache.get(sql);
+    // A text too long to be cached is not even hashed or scanned here: that would stall the
+    // event loop for everybody (64 MiB take ~0.2 s); it goes to the worker whole.
+    const cacheable = sql.length <= cacheKeyChars;
+    const cached = cacheable ? cache.get(sql) : undefined;
     if (cached !== undefined) return evaluateOnce(cached, rights, session);
-    const shape = literalShape(sql);
+    const shape = cacheable ? literalShape(sql) : undefined;
     const sameShape = shape === undefined ? undefined : shapes.get(shape);
     if (sameShape !== undefined) {
       const decision = evaluateOnce(sameShape, rights, session);

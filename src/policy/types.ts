@@ -1,4 +1,5 @@
 // The policy's public contract: what the front ends and the control plane pass in and get back.
+import type { Edit } from './splices.js';
 import type { PgError } from '../shared/errors.js';
 
 /** How a principal may use one repo. */
@@ -31,7 +32,12 @@ export type SessionChange =
 /** A statement the control plane performs instead of Postgres. */
 export type HandledAction =
   | { kind: 'create_repo'; owner: string; repo: string; ifNotExists: boolean }
-  | { kind: 'drop_repo'; owner: string; repo: string; ifExists: boolean; cascade: boolean };
+  | { kind: 'drop_repo'; owner: string; repo: string; ifExists: boolean; cascade: boolean }
+  /**
+   * GRANT / ALTER DEFAULT PRIVILEGES on the owner's repos, as sharing: each grantee (a user, or
+   * null for PUBLIC) gets at least `level` (a collaborator's level is raised, never lowered).
+   */
+  | { kind: 'share'; owner: string; grants: ReadonlyArray<{ repo: string; grantee: string | null; level: 'read' | 'write' }> };
 
 /**
  * The verdict on one query string. `statements` counts the statements the string holds (0 for an
@@ -42,6 +48,8 @@ export type Decision =
   | {
       kind: 'rewrite';
       sql: string;
+      /** What each rewrite changed, in order: maps Postgres' error positions back (`originalPosition`). */
+      edits: readonly (readonly Edit[])[];
       changes: readonly SessionChange[];
       statements: number;
       /**
@@ -61,7 +69,8 @@ export type Decision =
        */
       refusedAt?: number;
     }
-  | { kind: 'handled'; action: HandledAction; commandTag: string };
+  /** `commandTags`: one per statement of the string, as Postgres would have answered them. */
+  | { kind: 'handled'; action: HandledAction; commandTags: readonly string[] };
 
 export interface PolicyOptions {
   /** Query strings longer than this many UTF-8 bytes are refused (54000) before parsing. */

@@ -17,7 +17,8 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
+import { performHandled } from '../control/handled.js';
+import { errorInOriginal, misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import {
@@ -79,6 +80,8 @@ interface Pending {
   failed: boolean;
   /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's. */
   refusal: Buffer | undefined;
+  /** A rewritten Query: the text sent and what the rewrites changed, to count error positions in the client's text. */
+  rewritten?: { sent: string; edits: Extract<Decision, { kind: 'rewrite' }>['edits'] };
 }
 
 type Entry = { kind: 'upstream'; p: Pending } | { kind: 'local'; frames: Buffer[] };
@@ -330,7 +333,7 @@ export class Relay {
         return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
       case 'rewrite':
         this.toUpstream.write(buildQuery(d.sql));
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
+        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql, rewritten: { sent: d.sql, edits: d.edits } });
       case 'deny':
         this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
         return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy');
@@ -341,21 +344,13 @@ export class Relay {
 
   private async handle(d: Extract<Decision, { kind: 'handled' }>, sql: string): Promise<void> {
     await this.drained(); // the transaction status is known once everything before has been answered
+    const what = d.commandTags[0] ?? '';
     if (this.status !== 'I') {
-      return this.refuse(new PgError('25001', `${d.commandTag} of a repo cannot run inside a transaction block`, { hint: 'creating and dropping repos takes effect at once; run it outside BEGIN … COMMIT' }));
+      return this.refuse(new PgError('25001', `${what} of a repo cannot run inside a transaction block`, { hint: 'repos and their sharing change at once; run it outside BEGIN … COMMIT' }));
     }
-    const { action } = d;
-    const ref = { owner: action.owner, repo: action.repo };
-    try {
-      if (action.kind === 'create_repo') await this.deps.control.createRepo(ref);
-      else await this.deps.control.deleteRepo(ref);
-      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}`, sql });
-    } catch (err: unknown) {
-      const skip = err instanceof PgError && ((action.kind === 'create_repo' && action.ifNotExists && err.code === SqlState.DuplicateSchema) || (action.kind === 'drop_repo' && action.ifExists && err.code === SqlState.InvalidSchemaName));
-      if (!skip) throw err;
-    }
-    this.meter.statements++;
-    this.respond([buildCommandComplete(d.commandTag)]);
+    for (const change of await performHandled(this.deps.control, this.principal.user, d.action)) this.audit({ ...change, sql });
+    this.meter.statements += d.commandTags.length;
+    this.respond(d.commandTags.map((tag) => buildCommandComplete(tag)));
   }
 
   private onParse(frame: Buffer): void {
@@ -388,7 +383,7 @@ export class Relay {
         return this.denyBatch(d.error, parse.name, 'policy');
       case 'handled':
         return this.denyBatch(
-          new PgError(SqlState.FeatureNotSupported, `${d.commandTag} of a repo needs the simple query protocol`, {
+          new PgError(SqlState.FeatureNotSupported, `${d.commandTags[0] ?? ""} of a repo needs the simple query protocol`, {
             hint: "send it without parameters (psql, or a driver's simple query), or use POST /api/v1beta/repos/",
           }),
           parse.name,
@@ -535,7 +530,9 @@ export class Relay {
       if (frame.includes('SFATAL')) this.upstreamFatal = true;
       const sql = head?.kind === 'upstream' ? head.p.sql : undefined;
       const explained = sql === undefined ? undefined : this.deps.control.explainErrorNow(error, sql);
+      const rewritten = head?.kind === 'upstream' ? head.p.rewritten : undefined;
       if (explained) frame = buildErrorResponse(explained);
+      else if (rewritten !== undefined && sql !== undefined && error.position !== undefined) frame = buildErrorResponse(errorInOriginal(error, rewritten.sent, sql, rewritten.edits));
     }
     this.toClient.add(frame);
   };

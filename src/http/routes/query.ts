@@ -9,10 +9,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
-import type { Decision, HandledAction, Policy, Session } from '../../policy/index.js';
+import { performHandled } from '../../control/handled.js';
+import { errorInOriginal, type Decision, type Policy, type Session } from '../../policy/index.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
-import { schemaHasObjects } from '../../upstream/query-catalog.js';
 import { canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { TypeCatalog } from '../../upstream/query-types.js';
 import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
@@ -20,7 +20,7 @@ import type { SessionPool } from '../../upstream/session-pool.js';
 import { principalOf } from '../auth.js';
 import { isDdlTag } from '../../control/audit.js';
 import { audit } from '../metering.js';
-import { countError, decisions, tagOrigin } from '../../observe/metrics.js';
+import { countError, decisions, originOf, tagOrigin } from '../../observe/metrics.js';
 import { publicError } from '../errors.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
 import type { RunningQueries } from '../running-queries.js';
@@ -54,36 +54,11 @@ function oneStatement(count: number): void {
   });
 }
 
-/** CREATE SCHEMA / DROP SCHEMA of the caller's own repo, done by the control plane as Postgres would answer it; whether it changed anything. */
-async function perform(control: ControlPlane, principal: Principal, action: HandledAction): Promise<boolean> {
-  const ref = { owner: action.owner, repo: action.repo };
-  const name = `${action.owner}/${action.repo}`;
-  if (action.owner !== principal.user) throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${name}"`);
-  const exists = (await control.getRepo(ref)) !== undefined;
-  switch (action.kind) {
-    case 'create_repo':
-      if (exists && action.ifNotExists) return false;
-      await control.createRepo(ref, { isPrivate: true });
-      return true;
-    case 'drop_repo':
-      if (!exists) {
-        if (action.ifExists) return false;
-        throw new PgError(SqlState.InvalidSchemaName, `schema "${name}" does not exist`);
-      }
-      if (!action.cascade && (await schemaHasObjects(control.admin, name))) {
-        throw new PgError('2BP01' /* dependent_objects_still_exist */, `cannot drop schema "${name}" because other objects depend on it`, {
-          hint: 'Use DROP ... CASCADE to drop the dependent objects too.',
-        });
-      }
-      await control.deleteRepo(ref);
-      return true;
-    default:
-      return assertNever(action);
-  }
-}
+/** What each rewrite of the statement changed (see Decision). */
+type Edits = Extract<Decision, { kind: 'rewrite' }>['edits'];
 
 /** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
-async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<{ sql: string } | { done: string }> {
+async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<{ sql: string; edits?: Edits } | { done: string }> {
   // Cached rights and a cached decision are used as they are, without a wait.
   const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
   const decided = deps.policy.decide(sql, rights, SESSION);
@@ -94,17 +69,16 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
       audit(deps.control, req, { action: 'statement_denied', sql, sqlstate: decision.error.code });
       throw tagOrigin(decision.error, 'policy');
     case 'handled':
-      if (await perform(deps.control, principal, decision.action)) {
-        audit(deps.control, req, { action: decision.action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${decision.action.owner}/${decision.action.repo}`, sql });
-      }
+      oneStatement(decision.commandTags.length);
+      for (const change of await performHandled(deps.control, principal.user, decision.action)) audit(deps.control, req, { ...change, sql });
       deps.control.usage.add(principal.user, { statements: 1 });
-      return { done: decision.commandTag };
+      return { done: decision.commandTags[0] ?? '' };
     case 'allow':
       oneStatement(decision.statements);
       return { sql };
     case 'rewrite':
       oneStatement(decision.statements);
-      return { sql: decision.sql };
+      return { sql: decision.sql, edits: decision.edits };
     default:
       return assertNever(decision);
   }
@@ -246,7 +220,13 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       }
       req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
       if (signal.aborted) throw canceled();
-      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, signal));
+      try {
+        return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, signal));
+      } catch (err: unknown) {
+        // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
+        if (next.edits === undefined || !(err instanceof PgError) || err.position === undefined) throw err;
+        throw tagOrigin(errorInOriginal(err, next.sql, queryString, next.edits), originOf(err) ?? 'upstream');
+      }
     },
   );
 
