@@ -231,6 +231,8 @@ describe('the console with data', () => {
       { Date: '2000-01-01', Close: '1000', Volume: '1,234,567', Listed: '2000-01-01', Settled: '01/03/2000' },
       { Date: '2000-01-04', Close: '1333.75', Volume: '4,938,268', Listed: '2000-01-04', Settled: '04/03/2000' },
     ]);
+    await expect.poll(() => page.getByRole('columnheader', { name: 'Listed' }).isVisible()).toBe(true);
+    await expect.poll(() => page.getByText('4,938,268').isVisible()).toBe(true);
     await screenshot(page, shots, '10-written-table');
   });
 });
