@@ -29,14 +29,14 @@ const DATE_KINDS: readonly [number, ColumnType][] = [
   [Bit.Timestamp, 'timestamp without time zone'],
   [Bit.TimestampTz, 'timestamp with time zone'],
 ];
-const WRITTEN_LAYOUTS = Object.entries(DATE_LAYOUTS) as [DateLayout, number][];
+const DATE_LAYOUT_BITS = Object.entries(DATE_LAYOUTS) as [DateLayout, number][];
 
 /** The date kind of a mask, in the one layout left (ambiguous when two are). */
 function dateType(mask: number, type: ColumnType): ChosenType {
   const clocks = mask & (Bit.Clock24 | Bit.Clock12);
   if ((mask & LAYOUTS) === 0 || clocks === 0) return { type: 'text' };
   if (mask & Bit.Iso) return { type };
-  const layouts = WRITTEN_LAYOUTS.filter(([, bit]) => mask & bit).map(([layout]) => layout);
+  const layouts = DATE_LAYOUT_BITS.filter(([, bit]) => mask & bit).map(([layout]) => layout);
   // Two layouts left: every value reads both month first and day first (03/04/2024).
   if (layouts.length > 1) return { type: 'text', ambiguous: layouts };
   const clock12 = type !== 'date' && clocks === Bit.Clock12;
