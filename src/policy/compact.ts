@@ -18,9 +18,16 @@ const QUOTE = 39;
 const DOUBLE_QUOTE = 34;
 const DOLLAR = 36;
 
-const constantWords = new Set(['null', 'true', 'false', 'default']);
+/** Whether sql[start, end) is `word` (lower case), in any case: without making a string of it. */
+function wordIs(sql: string, start: number, end: number, word: string): boolean {
+  if (end - start !== word.length) return false;
+  for (let k = 0; k < word.length; k++) if ((sql.charCodeAt(start + k) | 0x20) !== word.charCodeAt(k)) return false;
+  return true;
+}
+
+const constantWords = ['null', 'true', 'false', 'default'];
 /** Prefixes glued to a string literal: E'…', B'…', X'…', N'…'. */
-const stringPrefixes = new Set(['e', 'b', 'x', 'n']);
+const stringPrefixes = ['e', 'b', 'x', 'n'];
 
 /** Scans a query string; `i` is always at the next unread char. */
 class Scanner {
@@ -41,11 +48,11 @@ class Scanner {
     }
   }
 
-  /** A word at `i` (letters, digits, _ and $), lower-cased; `i` moves past it. */
-  word(): string {
+  /** Past a word at `i` (letters, digits, _ and $); where it started. */
+  word(): number {
     const start = this.i;
     while (this.i < this.sql.length && isIdentPart(this.sql.charCodeAt(this.i))) this.i++;
-    return this.sql.slice(start, this.i).toLowerCase();
+    return start;
   }
 
   /**
@@ -92,10 +99,10 @@ class Scanner {
           else break;
         }
       } else if (isLetter(c) || c === 95 || c >= 0x80) {
-        const w = this.word();
-        if (s.charCodeAt(this.i) === QUOTE && stringPrefixes.has(w)) this.i = quotedEnd(s, this.i, QUOTE, w === 'e');
-        else if (w === 'u' && s.charCodeAt(this.i) === 38) constant = false; // U&'…' / U&"…"
-        else if (!constantWords.has(w)) constant = false;
+        const start = this.word();
+        const is = (w: string) => wordIs(s, start, this.i, w);
+        if (s.charCodeAt(this.i) === QUOTE && stringPrefixes.some(is)) this.i = quotedEnd(s, this.i, QUOTE, is('e'));
+        else if (!constantWords.some(is)) constant = false; // U&'…' too: its escapes are for the parser
       } else if (c === 45 && s.charCodeAt(this.i + 1) === 45) {
         this.space();
       } else if (c === 47 && s.charCodeAt(this.i + 1) === 42) {
@@ -132,7 +139,7 @@ export function compactValues(sql: string): { sql: string; edits: Edit[] } | und
     } else if (isIdentPart(c)) {
       if (isIdentPart(prev)) {
         scan.i++;
-      } else if (scan.word() === 'values') {
+      } else if (wordIs(s, scan.word(), scan.i, 'values')) {
         rows(scan, splices);
       }
     } else {
