@@ -16,6 +16,7 @@ import { SqlState } from '../shared/errors.js';
 import type { Need, Refusal } from './facts.js';
 import { plainFunctionNames, typeIoFunctionNames } from './catalog-function-names.js';
 import { citusFunctionRefusal } from './citus.js';
+import { refusals } from './refusals.js';
 
 /** What an object argument (or result) is: the catalog it lives in, by how its schema is found. */
 export type ObjectKind =
@@ -253,34 +254,6 @@ export const checkedFunctions: ReadonlyMap<string, CheckedFunction> = new Map<st
 
 const denied = SqlState.InsufficientPrivilege;
 
-/** Refusals by group; each names the function. */
-const refusalsFor = {
-  typeIo: (name: string): Refusal => ({
-    code: denied,
-    message: `${name}() is not allowed: type input and output functions are called by Postgres itself`,
-    hint: "cast the value instead, e.g. '42'::int or value::text",
-  }),
-  internal: (name: string): Refusal => ({
-    code: denied,
-    message: `${name}() is not allowed: it is for Postgres' own use`,
-  }),
-  activity: (name: string): Refusal => ({
-    code: denied,
-    message: `${name}() is not allowed: it shows other users' sessions`,
-    hint: 'read pg_stat_activity (or the pg_stat_progress_* views): they show your own sessions',
-  }),
-  sqlText: (name: string): Refusal => ({
-    code: denied,
-    message: `${name}() is not allowed: it runs SQL given as text, which repobase cannot check`,
-    hint: 'run the query itself',
-  }),
-  file: (name: string): Refusal => ({
-    code: denied,
-    message: `${name}() is not allowed: the server's files are not reachable in repobase`,
-    hint: 'load data with COPY … FROM STDIN (psql: \\copy) or the upload API',
-  }),
-};
-
 const internalFunctions = new Set([
   'plpgsql_validator', 'fmgr_c_validator', 'fmgr_internal_validator', 'fmgr_sql_validator', 'postgresql_fdw_validator',
   'amvalidate', 'btequalimage', 'btvarstrequalimage', 'pg_extension_config_dump', 'pg_import_system_collations',
@@ -306,11 +279,11 @@ const fileFunctions = new Set([
 
 /** The refusal of a built-in function by name, or undefined when it is not refused. */
 export function functionRefusal(name: string): Refusal | undefined {
-  if (typeIoFunctionNames.has(name)) return refusalsFor.typeIo(name);
-  if (internalFunctions.has(name) || name.startsWith('binary_upgrade_')) return refusalsFor.internal(name);
-  if (activityFunctions.has(name) || name.startsWith('pg_stat_get_backend_')) return refusalsFor.activity(name);
-  if (sqlTextFunctions.has(name) || name.startsWith('dblink')) return refusalsFor.sqlText(name);
-  if (fileFunctions.has(name)) return refusalsFor.file(name);
+  if (typeIoFunctionNames.has(name)) return refusals.typeIoFunction(name);
+  if (internalFunctions.has(name) || name.startsWith('binary_upgrade_')) return refusals.internalFunction(name);
+  if (activityFunctions.has(name) || name.startsWith('pg_stat_get_backend_')) return refusals.activityFunction(name);
+  if (sqlTextFunctions.has(name) || name.startsWith('dblink')) return refusals.sqlTextFunction(name);
+  if (fileFunctions.has(name)) return refusals.fileFunction(name);
   return citusFunctionRefusal(name);
 }
 

@@ -148,6 +148,31 @@ function viewsSql(names: Array<[string, string]>, how: { replace: boolean; table
 }
 
 /**
+ * `visible_roles()`: the role, the users it shares repos with (both ways), the predefined pg_*
+ * roles; since migration 8 also the roles that own the system (`systemOwners`).
+ */
+function visibleRolesSql(how: { replace: boolean; systemOwners: boolean }): string {
+  const c = CATALOG_SCHEMA;
+  return `CREATE ${how.replace ? 'OR REPLACE ' : ''}FUNCTION ${c}.visible_roles() RETURNS SETOF oid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+      WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
+      SELECT me.oid FROM me
+      UNION
+      SELECT r.oid FROM pg_roles r WHERE r.oid < 16384 AND ${how.systemOwners ? "(r.rolname LIKE 'pg\\_%' OR r.oid = 10)" : "r.rolname LIKE 'pg\\_%'"}${how.systemOwners ? `
+      UNION
+      SELECT datdba FROM pg_database WHERE datname = current_database()` : ''}
+      UNION
+      SELECT n.nspowner FROM pg_namespace n, me
+       WHERE n.nspowner <> me.oid AND aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
+      UNION
+      SELECT a.grantee FROM pg_namespace n, me, aclexplode(n.nspacl) a
+       WHERE n.nspowner = me.oid AND a.grantee <> 0
+    $fn$;`;
+}
+
+/**
  * The SQL of migration 8, for pg_dump: the filtered views over catalog tables get their
  * `tableoid`, and the roles that own the system (the bootstrap superuser, the database's owner)
  * are in everybody's world: every system schema, catalog and built-in function names one of them
@@ -158,23 +183,7 @@ export function catalogTableoidSql(): string {
   return `
     ${viewsSql([...filteredCatalog], { replace: true, tableoid: true })}
 
-    CREATE OR REPLACE FUNCTION ${c}.visible_roles() RETURNS SETOF oid
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-      WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
-      SELECT me.oid FROM me
-      UNION
-      SELECT r.oid FROM pg_roles r WHERE r.oid < 16384 AND (r.rolname LIKE 'pg\\_%' OR r.oid = 10)
-      UNION
-      SELECT datdba FROM pg_database WHERE datname = current_database()
-      UNION
-      SELECT n.nspowner FROM pg_namespace n, me
-       WHERE n.nspowner <> me.oid AND aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
-      UNION
-      SELECT a.grantee FROM pg_namespace n, me, aclexplode(n.nspacl) a
-       WHERE n.nspowner = me.oid AND a.grantee <> 0
-    $fn$;`;
+    ${visibleRolesSql({ replace: true, systemOwners: true })}`;
 }
 
 /** The SQL of migration 6: the two schemas, the visibility functions, the views. */
@@ -213,21 +222,7 @@ export function catalogViewsSql(): string {
     $fn$;
 
     -- The role, the users it shares repos with (both ways), the predefined pg_* roles.
-    CREATE FUNCTION ${c}.visible_roles() RETURNS SETOF oid
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-      WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
-      SELECT me.oid FROM me
-      UNION
-      SELECT r.oid FROM pg_roles r WHERE r.oid < 16384 AND r.rolname LIKE 'pg\\_%'
-      UNION
-      SELECT n.nspowner FROM pg_namespace n, me
-       WHERE n.nspowner <> me.oid AND aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
-      UNION
-      SELECT a.grantee FROM pg_namespace n, me, aclexplode(n.nspacl) a
-       WHERE n.nspowner = me.oid AND a.grantee <> 0
-    $fn$;
+    ${visibleRolesSql({ replace: false, systemOwners: false })}
 
     ${views(all.slice(0, 2))}
 
