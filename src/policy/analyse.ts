@@ -12,6 +12,7 @@ import { nodeOf, type Json } from './json.js';
 import { objectHandlers } from './objects.js';
 import { offsetsOf, type Offsets } from './offsets.js';
 import { parseSql, type RawStatement } from './parse.js';
+import { isSettingFree } from './setting-free.js';
 import { seedRewrite, type StatementText } from './rewrite.js';
 import { COMPACT_MIN_CHARS, compactValues } from './compact.js';
 import { indexBefore, originalPosition, type Edit } from './splices.js';
@@ -50,6 +51,7 @@ function newFacts(node: Json, start = 0): StatementFacts {
     shareCommand: null,
     refusal: null,
     schema: null,
+    settingFree: false,
   };
 }
 
@@ -169,6 +171,7 @@ function analyseText(sql: string): Analysis {
       return facts;
     });
     const rewritten = rewrite(sql, texts, statements, offsets);
+    for (const facts of statements) facts.settingFree = isSettingFree(facts);
     const channels = statements.find((s) => s.channelSpans.length > 0);
     if (channels === undefined) return { error: null, statements, rewrite: rewritten };
     // Channels are spliced per user into the original text: not combined with another rewrite.

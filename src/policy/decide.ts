@@ -7,6 +7,7 @@ import type { Analysis, Refusal, SchemaCommand, StatementFacts } from './facts.j
 import { REPO_NAME_RULE, repoNameProblem, splitRepo } from './names.js';
 import { refusals } from './refusals.js';
 import { checkChannel, checkRef, checkSearchPath, noAccess, notARepo } from './resolve.js';
+import { builtInPath } from './setting-free.js';
 import type { Decision, Rights, Session, SessionChange } from './types.js';
 
 const postgresDefaultPath: readonly string[] = ['$user', 'public'];
@@ -48,9 +49,15 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   }
   const done = changes ?? noChanges;
   if (analysis.statements.some((s) => s.shareCommand !== null)) return shareDecision(analysis.statements, rights);
-  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count };
+  const free = settingFree(analysis, path) ? ({ settingFree: true } as const) : undefined;
+  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count, ...free };
   if (analysis.channelText !== undefined) return channelDecision(analysis, analysis.channelText, rights.user, done);
-  return { kind: 'allow', changes: done, statements: count };
+  return { kind: 'allow', changes: done, statements: count, ...free };
+}
+
+/** Whether no statement of `analysis` can change a setting, its unqualified names resolved on `path`. */
+function settingFree(analysis: Analysis, path: readonly string[]): boolean {
+  return analysis.statements.length > 0 && analysis.statements.every((s) => s.settingFree) && builtInPath(path);
 }
 
 /** One statement against the rights, with the search path in force when it runs: its refusal, or null. */

@@ -121,6 +121,11 @@ export interface StatementFacts {
   shareCommand: string | null;
   /** The first service-rule violation found, if any. */
   refusal: Refusal | null;
+  /**
+   * Running it cannot change a session setting, whatever its names resolve to but unqualified
+   * functions and types (judged with the search path in decide.ts); see setting-free.ts.
+   */
+  settingFree: boolean;
   schema: SchemaCommand | null;
 }
 

@@ -46,12 +46,15 @@ export type HandledAction =
 
 /**
  * The verdict on one query string. `statements` counts the statements the string holds (0 for an
- * empty or comment-only string); the REST API refuses more than one.
+ * empty or comment-only string); the REST API refuses more than one. `settingFree`: running it
+ * cannot change a session setting (policy/setting-free.ts), so a session it ran on needs no reset
+ * for its next user; absent when it may.
  */
 export type Decision =
-  | { kind: 'allow'; changes: readonly SessionChange[]; statements: number; listens?: readonly string[] }
+  | { kind: 'allow'; changes: readonly SessionChange[]; statements: number; listens?: readonly string[]; settingFree?: true }
   | {
       kind: 'rewrite';
+      settingFree?: true;
       sql: string;
       /** What each rewrite changed, in order: maps Postgres' error positions back (`originalPosition`). */
       edits: readonly (readonly Edit[])[];

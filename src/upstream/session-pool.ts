@@ -8,7 +8,8 @@ import type { Logger } from '../shared/logger.js';
 import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
 import type { Cluster } from './cluster.js';
 import { timePoolWait, watchPool } from '../observe/metrics.js';
-import { noteParameterStatus, openUpstreamSession, watchSilence, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { SilenceWatch } from './silence-watch.js';
 
 interface Idle {
   session: UpstreamSession;
@@ -25,8 +26,10 @@ export interface SessionPoolOptions {
   idleMs: number;
   /**
    * `eager`: a released session runs DISCARD ALL before it is pooled (the wire relay hands the
-   * socket to a client as is). `lazy`: it is pooled at once, marked `needsReset`, and its next
-   * user resets it in the same round trip as its own statement (the REST API).
+   * socket to a client as is). `lazy`: it is pooled at once as its user left it, and its next
+   * user resets it in the same round trip as its own statement when it is marked `needsReset`
+   * (the REST API: every statement marks it, and one the policy found setting-free clears the
+   * mark again, see query-run.ts).
    */
   reset: 'eager' | 'lazy';
   /** How long `acquire` waits for a session when the role has `maxPerRole` busy. */
@@ -36,7 +39,7 @@ export interface SessionPoolOptions {
   /**
    * Set for a pool whose every handed-out session runs one statement (the REST API's): a session
    * handed out that passes no byte either way for this long, unless its reader paused it, is
-   * closed (see `watchSilence`), so its statement fails with 08006 instead of waiting for ever on
+   * closed (see `SilenceWatch`), so its statement fails with 08006 instead of waiting for ever on
    * a network that stopped answering. Unset: the user watches (the wire relay knows when an
    * answer is owed).
    */
@@ -50,8 +53,8 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
-  /** Stops watching a handed-out session for silence (see `silenceMs`). */
-  private readonly watching = new WeakMap<UpstreamSession, () => void>();
+  /** Handed-out sessions, watched for silence when `silenceMs` is set. */
+  private readonly silence: SilenceWatch | undefined;
   private readonly waiting = new Map<string, (() => void)[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
@@ -63,6 +66,7 @@ export class SessionPool {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
+    if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs);
   }
 
   private readonly unwatch: (() => void) | undefined;
@@ -136,10 +140,7 @@ export class SessionPool {
 
   /** Watches a session being handed out for silence (`silenceMs`), until it is released. */
   private handOut(session: UpstreamSession): UpstreamSession {
-    if (this.opts.silenceMs) {
-      const socket = session.socket;
-      this.watching.set(session, watchSilence(socket, this.opts.silenceMs, () => true, () => socket.destroy()));
-    }
+    this.silence?.add(session);
     return session;
   }
 
@@ -222,14 +223,12 @@ export class SessionPool {
    * be reused; it is reset with DISCARD ALL first. Anything else is closed.
    */
   release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, clean: boolean): void {
-    this.watching.get(session)?.();
-    this.watching.delete(session);
+    this.silence?.delete(session);
     if (!clean || this.closed || session.socket.destroyed || session.status !== 'I') {
       this.destroy(role, session);
       return;
     }
     if (this.opts.reset === 'lazy') {
-      session.needsReset = true;
       this.park(role, params, session);
       return;
     }
@@ -310,6 +309,7 @@ export class SessionPool {
   close(): void {
     this.closed = true;
     this.unwatch?.();
+    this.silence?.close();
     clearInterval(this.sweeper);
     for (const [key, list] of this.idle) {
       const role = key.slice(0, key.indexOf('\0'));
