@@ -13,6 +13,7 @@ import { offsetsOf, type Offsets } from './offsets.js';
 import { parseSql, type RawStatement } from './parse.js';
 import { seedRewrite, type StatementText } from './rewrite.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
+import { sessionEffects } from './session-effects.js';
 import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
 
 const handlers: ReadonlyMap<string, HandlerEntry> = new Map([
@@ -113,11 +114,13 @@ export function analyse(sql: string): Analysis {
       return facts;
     });
     const rewritten = rewrite(sql, texts, statements, offsets);
+    const effects = texts.map((t) => sessionEffects(t.node, t));
+    const session = effects.some((e) => e.length > 0) ? { effects } : {};
     const channels = statements.find((s) => s.channelSpans.length > 0);
-    if (channels === undefined) return { error: null, statements, rewrite: rewritten };
+    if (channels === undefined) return { error: null, statements, rewrite: rewritten, ...session };
     // Channels are spliced per user into the original text: not combined with another rewrite.
     if (rewritten !== null) channels.refusal ??= { code: SqlState.FeatureNotSupported, message: `${channels.command} together with catalog reads or a column type change is not supported`, hint: `send ${channels.command} as a query of its own` };
-    return { error: null, statements, rewrite: rewritten, channelText: sql };
+    return { error: null, statements, rewrite: rewritten, channelText: sql, ...session };
   } catch (err: unknown) {
     // A tree deep enough to exhaust the stack (thousands of nested parentheses).
     if (err instanceof RangeError) {

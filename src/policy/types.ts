@@ -28,6 +28,46 @@ export type SessionChange =
   | { kind: 'search_path'; value: readonly string[] }
   | { kind: 'reset_search_path' };
 
+/**
+ * What one statement does to its session beyond its transaction, for a front end that pools
+ * backends by transaction (see session-effects.ts). Applied once the statement succeeded.
+ */
+export type SessionEffect =
+  /** SET name …: replayed as the statement's own text, `start`–`end` of the query string. */
+  | { kind: 'set_text'; name: string; start: number; end: number }
+  /** set_config(name, value, false) with constant arguments, or SET SESSION CHARACTERISTICS. */
+  | { kind: 'set'; name: string; value: string }
+  /** A session setting whose value is known only to the server (set_config with a parameter). */
+  | { kind: 'set_unknown'; name: string }
+  | { kind: 'reset'; name: string }
+  | { kind: 'reset_all' }
+  | { kind: 'discard'; what: 'all' | 'temp' | 'plans' | 'sequences' }
+  /** SQL PREPARE (its text `start`–`end`); `inner`: the effects of running the prepared query. */
+  | { kind: 'prepare'; name: string; start: number; end: number; inner: SessionEffect[] }
+  /** EXECUTE name (also inside EXPLAIN or CREATE TABLE AS): runs a prepared statement. */
+  | { kind: 'execute'; name: string }
+  /** DEALLOCATE name, or DEALLOCATE ALL (`null`). */
+  | { kind: 'deallocate'; name: string | null }
+  /** Creates an object in the session's temporary schema. */
+  | { kind: 'temp' }
+  /** Takes a session-level advisory lock; `unlock` releases one (others may remain), `unlock_all` all. */
+  | { kind: 'lock' }
+  | { kind: 'unlock' }
+  | { kind: 'unlock_all' }
+  | { kind: 'listen' }
+  | { kind: 'unlisten'; all: boolean }
+  | { kind: 'hold_cursor'; name: string }
+  /** CLOSE name, or CLOSE ALL (`null`). */
+  | { kind: 'close_cursor'; name: string | null }
+  /** SAVEPOINT / RELEASE, or ROLLBACK TO (`rollback`). */
+  | { kind: 'savepoint'; rollback: boolean }
+  /** currval / lastval: read what nextval last returned in this session. */
+  | { kind: 'sequence' }
+  /** An unqualified function call: session state only if it is not a built-in of the server. */
+  | { kind: 'call'; name: string }
+  /** Code out of the policy's sight: a user function, DO, CALL, set_config of a name not given as a constant. */
+  | { kind: 'unknown' };
+
 /** A statement the control plane performs instead of Postgres. */
 export type HandledAction =
   | { kind: 'create_repo'; owner: string; repo: string; ifNotExists: boolean }
@@ -38,7 +78,14 @@ export type HandledAction =
  * empty or comment-only string); the REST API refuses more than one.
  */
 export type Decision =
-  | { kind: 'allow'; changes: readonly SessionChange[]; statements: number; listens?: readonly string[] }
+  | {
+      kind: 'allow';
+      changes: readonly SessionChange[];
+      statements: number;
+      listens?: readonly string[];
+      /** Per statement, what it does to the session (see SessionEffect); absent when nothing. */
+      effects?: readonly (readonly SessionEffect[])[];
+    }
   | {
       kind: 'rewrite';
       sql: string;
@@ -49,6 +96,7 @@ export type Decision =
        * by that name (others without the prefix, as the client named them: `clientChannel`).
        */
       listens?: readonly string[];
+      effects?: readonly (readonly SessionEffect[])[];
     }
   | {
       kind: 'deny';
