@@ -13,8 +13,9 @@ import { arr, boolConst, fieldsOf, nameList, nodeOf, obj, str, stringConst, type
 import { isTempSchema } from './names.js';
 import type { SessionEffect } from './types.js';
 
-/** Session-level advisory lock functions: the lock outlives the transaction. */
-const LOCKS = new Set(['pg_advisory_lock', 'pg_advisory_lock_shared', 'pg_try_advisory_lock', 'pg_try_advisory_lock_shared']);
+/** Session-level advisory lock functions: the lock outlives the transaction. The `try` ones may take none. */
+const LOCKS = new Set(['pg_advisory_lock', 'pg_advisory_lock_shared']);
+const TRY_LOCKS = new Set(['pg_try_advisory_lock', 'pg_try_advisory_lock_shared']);
 const UNLOCKS = new Set(['pg_advisory_unlock', 'pg_advisory_unlock_shared']);
 /** Functions reading the session's own sequence state (what nextval last returned in it). */
 const SEQUENCE_STATE = new Set(['currval', 'lastval']);
@@ -82,9 +83,24 @@ export function sessionEffects(node: Json, text: { start: number; end: number })
     default:
       break;
   }
+  if (kind === 'CreateFunctionStmt' || kind === 'DoStmt') {
+    const names = settingNames(JSON.stringify(n));
+    if (names.length > 0) out.push({ kind: 'names', names });
+  }
   if (createsTemp(n, CREATING.test(kind))) out.push({ kind: 'temp' });
   if (!STORING.has(kind)) scan(node, out);
   return out;
+}
+
+/**
+ * Custom settings a function body names (`set_config('app.tenant', …)`, `SET app.tenant = …`):
+ * the body is text, and a rough reading is enough — a name read wrongly only costs a look-up.
+ */
+function settingNames(body: string): string[] {
+  const names = new Set<string>();
+  for (const m of body.matchAll(/set_config\s*\(\s*'([A-Za-z_][\w$]*\.[\w$.]+)'/gi)) names.add(m[1]!.toLowerCase());
+  for (const m of body.matchAll(/\bSET\s+(?:SESSION\s+)?([A-Za-z_][\w$]*\.[A-Za-z_][\w$]*)\b/gi)) names.add(m[1]!.toLowerCase());
+  return [...names];
 }
 
 /** SET / RESET at session level (SET LOCAL and SET TRANSACTION end with the transaction). */
@@ -171,7 +187,8 @@ function call(n: JsonObject, out: SessionEffect[]): void {
     return;
   }
   if (name === 'set_config') return setConfig(arr(n.args), out);
-  if (LOCKS.has(name)) return void out.push({ kind: 'lock' });
+  if (LOCKS.has(name)) return void out.push({ kind: 'lock', surely: true });
+  if (TRY_LOCKS.has(name)) return void out.push({ kind: 'lock', surely: false });
   if (UNLOCKS.has(name)) return void out.push({ kind: 'unlock' });
   if (name === 'pg_advisory_unlock_all') return void out.push({ kind: 'unlock_all' });
   if (SEQUENCE_STATE.has(name)) return void out.push({ kind: 'sequence' });

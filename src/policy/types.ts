@@ -50,8 +50,8 @@ export type SessionEffect =
   | { kind: 'deallocate'; name: string | null }
   /** Creates an object in the session's temporary schema. */
   | { kind: 'temp' }
-  /** Takes a session-level advisory lock; `unlock` releases one (others may remain), `unlock_all` all. */
-  | { kind: 'lock' }
+  /** Takes a session-level advisory lock (`surely`: not a `try` that may take none); `unlock` releases one (others may remain), `unlock_all` all. */
+  | { kind: 'lock'; surely: boolean }
   | { kind: 'unlock' }
   | { kind: 'unlock_all' }
   | { kind: 'listen' }
@@ -66,7 +66,9 @@ export type SessionEffect =
   /** An unqualified function call: session state only if it is not a built-in of the server. */
   | { kind: 'call'; name: string }
   /** Code out of the policy's sight: a user function, DO, CALL, set_config of a name not given as a constant. */
-  | { kind: 'unknown' };
+  | { kind: 'unknown' }
+  /** Custom settings (`app.tenant`) a function body or DO block names: code that may set them later. */
+  | { kind: 'names'; names: string[] };
 
 /** A statement the control plane performs instead of Postgres. */
 export type HandledAction =

@@ -130,6 +130,7 @@ export class ClientState {
   }
 
   private applyEffect(e: SessionEffect, text: string | undefined, backend: BackendState, builtins: BuiltinFunctions): void {
+    if ('name' in e && e.name !== null && (e.kind === 'set' || e.kind === 'set_text' || e.kind === 'set_unknown' || e.kind === 'reset')) noteSettingName(e.name);
     switch (e.kind) {
       case 'set_text':
         if (text === undefined || isReported(e.name, backend)) return; // a reported one is told by Postgres
@@ -182,7 +183,8 @@ export class ClientState {
         this.temp = this.pinnedInTransaction = true;
         return;
       case 'lock':
-        this.locks = this.pinnedInTransaction = true;
+        if (e.surely) this.locks = this.pinnedInTransaction = true;
+        else this.needsCheck = true; // a try may have taken none: the backend says
         return;
       case 'unlock':
         if (this.locks) this.needsCheck = true; // others may be held still: the backend says
@@ -217,6 +219,9 @@ export class ClientState {
         return;
       case 'unknown':
         this.needsCheck = true;
+        return;
+      case 'names':
+        for (const name of e.names) noteSettingName(name);
         return;
       default:
         return assertNever(e);
@@ -397,23 +402,43 @@ export interface CheckResult {
 }
 
 /**
- * Asks a backend what session state it holds: its session-level settings, whether it has
- * temporary objects, session advisory locks, channels it listens on and holdable cursors. About a
- * millisecond of the backend's time (pg_settings builds every setting): run only after code the
- * proxy could not see into, or to learn whether a pin is over. One row, one column per answer.
+ * Names of custom settings (`app.tenant`) this process has seen set or named in a function body.
+ * Postgres lists no custom setting anywhere (pg_settings leaves them out), so the check asks for
+ * these by name: one a function sets that nothing here ever named is not found.
  */
-export const CHECK_SQL = [
-  'SELECT',
-  "(SELECT coalesce(json_object_agg(name, setting), '{}') FROM pg_catalog.pg_settings WHERE source = 'session')::text,",
-  'EXISTS (SELECT FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()),',
-  "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory'),",
-  'EXISTS (SELECT FROM pg_catalog.pg_listening_channels()),',
-  'EXISTS (SELECT FROM pg_catalog.pg_cursors WHERE is_holdable)',
-].join(' ');
+const customNames = new Set<string>();
+const MAX_CUSTOM_NAMES = 1000;
+
+/** Takes note of a setting's name, if it is a custom one (it has a dot). */
+export function noteSettingName(name: string): void {
+  if (!name.includes('.') || customNames.has(name)) return;
+  if (customNames.size >= MAX_CUSTOM_NAMES) customNames.delete(customNames.values().next().value!);
+  customNames.add(name);
+}
+
+/**
+ * Asks a backend what session state it holds: its session-level settings (built-in ones from
+ * pg_settings, custom ones by name), whether it has temporary objects, session advisory locks,
+ * channels it listens on and holdable cursors. About a millisecond of the backend's time
+ * (pg_settings builds every setting): run only after code the proxy could not see into, or to
+ * learn whether a pin is over. One row.
+ */
+export function checkSql(): string {
+  const names = [...customNames].map((n) => `'${n.replace(/'/g, "''")}'`);
+  return [
+    'SELECT',
+    "(SELECT coalesce(json_object_agg(name, setting), '{}') FROM pg_catalog.pg_settings WHERE source = 'session')::text,",
+    'EXISTS (SELECT FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()),',
+    "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory'),",
+    'EXISTS (SELECT FROM pg_catalog.pg_listening_channels()),',
+    'EXISTS (SELECT FROM pg_catalog.pg_cursors WHERE is_holdable),',
+    names.length === 0 ? "'{}'" : `(SELECT coalesce(json_object_agg(n, v), '{}') FROM (SELECT n, pg_catalog.current_setting(n, true) AS v FROM pg_catalog.unnest(ARRAY[${names.join(', ')}]::text[]) n) s WHERE v <> '')::text`,
+  ].join(' ');
+}
 
 /** The check's one row, as its text columns. */
 export function parseCheck(row: readonly (string | null)[]): CheckResult {
-  const named = Object.entries(JSON.parse(row[0] ?? '{}') as Record<string, string>);
+  const named = [...Object.entries(JSON.parse(row[0] ?? '{}') as Record<string, string>), ...Object.entries(JSON.parse(row[5] ?? '{}') as Record<string, string>)];
   const settings = new Map(named.map(([name, value]) => [name.toLowerCase(), value]));
   return { settings, temp: row[1] === 't', locks: row[2] === 't', listens: row[3] === 't', cursors: row[4] === 't' };
 }

@@ -14,7 +14,7 @@ import { buildParameterStatus, buildQuery, decodeParameterStatus, type Transacti
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
 import { settingReplays, stateChecks } from '../observe/metrics.js';
-import { BackendState, CHECK_SQL, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
+import { BackendState, checkSql, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
 import { PreparedStatements } from './prepared.js';
 import { settingsDiff } from './session-settings.js';
 
@@ -196,7 +196,7 @@ export class Pooling {
       stateChecks.value++;
       let row: (string | null)[] | undefined;
       return {
-        frames: [buildQuery(CHECK_SQL)],
+        frames: [buildQuery(checkSql())],
         onRow: (r) => (row = r),
         done: (error) => {
           if (error !== undefined || row === undefined) return this.deps.onLost(`asking a pooled backend for the session's state failed${error ? `: ${errorText(error)}` : ''}`);

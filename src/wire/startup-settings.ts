@@ -10,6 +10,7 @@ import { PgError } from '../shared/errors.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { runOwnQuery, type UpstreamSession } from '../upstream/session.js';
 import { backendState } from './pooling.js';
+import { noteSettingName } from './client-state.js';
 import { literal, setConfigValue, type SettingValue } from './session-settings.js';
 
 /** The start-up parameters of every pooled backend: none. */
@@ -77,6 +78,7 @@ async function apply(session: UpstreamSession, params: Readonly<Record<string, s
       continue;
     }
     const lower = name.toLowerCase();
+    noteSettingName(lower);
     const v = setConfigValue(lower, value);
     other.set(lower, v);
     backend.other.set(lower, v);

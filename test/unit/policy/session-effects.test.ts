@@ -103,8 +103,8 @@ describe('state that pins a client to its backend, and what ends it', () => {
     ['CREATE TEMP TABLE t AS SELECT 1', one({ kind: 'temp' })],
     ['CREATE FUNCTION pg_temp.f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$', one({ kind: 'temp' })],
     ['DISCARD TEMP', one({ kind: 'discard', what: 'temp' })],
-    ['SELECT pg_advisory_lock(1)', one({ kind: 'lock' })],
-    ['SELECT pg_catalog.pg_try_advisory_lock_shared(1, 2)', one({ kind: 'lock' })],
+    ['SELECT pg_advisory_lock(1)', one({ kind: 'lock', surely: true })],
+    ['SELECT pg_catalog.pg_try_advisory_lock_shared(1, 2)', one({ kind: 'lock', surely: false })],
     ['SELECT pg_advisory_xact_lock(1)', one({ kind: 'call', name: 'pg_advisory_xact_lock' })],
     ['SELECT pg_advisory_unlock(1)', one({ kind: 'unlock' })],
     ['SELECT pg_advisory_unlock_all()', one({ kind: 'unlock_all' })],
@@ -137,7 +137,7 @@ describe('code out of the policy sight', () => {
   });
 
   test('each statement of a string has its own list', async () => {
-    expect(await effectsOf("SET a.b = 1; SELECT 1; SELECT pg_advisory_lock(2)")).toEqual([[{ kind: 'set_text', name: 'a.b' }], [], [{ kind: 'lock' }]]);
+    expect(await effectsOf("SET a.b = 1; SELECT 1; SELECT pg_advisory_lock(2)")).toEqual([[{ kind: 'set_text', name: 'a.b' }], [], [{ kind: 'lock', surely: true }]]);
   });
 });
 
