@@ -30,7 +30,6 @@ describe('statements without session effects carry none', () => {
     'SET TRANSACTION ISOLATION LEVEL SERIALIZABLE',
     'CREATE TABLE "alice/sales".t2 (a int DEFAULT my_default())',
     'CREATE VIEW "alice/sales".v AS SELECT "alice/sales".f()',
-    "CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT set_config('a.b', 'c', false) $$",
     'DECLARE c CURSOR FOR SELECT 1',
   ])('%s', async (sql) => {
     expect(await effectsOf(sql)).toBeUndefined();
@@ -134,6 +133,13 @@ describe('code out of the policy sight', () => {
     ['UPDATE "alice/sales".t SET a = "alice/sales".f(a)', one({ kind: 'unknown' })],
   ])('%s', async (sql, expected) => {
     expect(await effectsOf(sql)).toEqual(expected);
+  });
+
+  test('a function body names the custom settings it may set: no effect now, names to look for later', async () => {
+    expect(await effectsOf("CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT set_config('App.B', 'c', false) $$")).toEqual(
+      one({ kind: 'names', names: ['app.b'] }),
+    );
+    expect(await effectsOf("DO $$ BEGIN SET app.t = 'x'; END $$")).toEqual(one({ kind: 'unknown' }, { kind: 'names', names: ['app.t'] }));
   });
 
   test('each statement of a string has its own list', async () => {
