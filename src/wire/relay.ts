@@ -1,98 +1,42 @@
 /**
- * The relay between one authenticated client and the upstream backend serving it. Frames go
- * through as their original bytes — consecutive frames of one chunk in a single write — except
- * `Query` and `Parse`, whose SQL the policy decides first, and, when pooling by transaction, the
- * prepared-statement names the proxy maps (prepared.ts).
+ * The relay between one authenticated client and the upstream backend serving it: the client's
+ * side. Frames go through as their original bytes — consecutive frames of one chunk in a single
+ * write — except `Query` and `Parse`, whose SQL the policy decides first, and, when pooling by
+ * transaction, the prepared-statement names the proxy maps (prepared.ts). The answers come back
+ * through answers.ts, in the order the client sent its requests.
  *
  * Backends: in session mode the client takes one at its first request and keeps it; pooling by
  * transaction (`pooling.ts`), it holds one from the first message that needs one until the
  * ReadyForQuery 'I' that ends its transaction (an extended batch until its Sync, a COPY until it
- * ends), unless its session state pins it there.
- *
- * Response order: the client must see answers in the order it sent its requests, also when it
- * pipelines. `queue` holds one entry per request awaiting an answer: `request` entries (the
- * client's) and `internal` ones (the proxy's own, ahead of a request: their answers are not the
- * client's) complete with the upstream's ReadyForQuery, `local` entries are answers the proxy
- * makes itself and are written as soon as every entry before them has completed. Refusals follow
- * stand-in.ts.
+ * ends), unless its session state pins it there. Refusals follow stand-in.ts.
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
 import { misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import {
-  BackendCode,
-  FrontendCode,
-  buildCommandComplete,
-  buildErrorResponse,
-  buildParse,
-  buildQuery,
-  buildReadyForQuery,
-  decodeDataRow,
-  decodeErrorResponse,
-  decodeParse,
-  decodeQuery,
-  type FrameReader,
-  type ParseMessage,
-  type TransactionStatus,
-} from '../protocol/index.js';
+import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { notificationForClient } from './notifications.js';
 import { Run } from './run.js';
-import { cancelUpstream, ignore, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
+import { cancelUpstream, settle, type UpstreamSession } from '../upstream/session.js';
 import type { Return } from '../upstream/session-pool.js';
 import type { AuditEvent, AuditOrigin } from '../control/audit.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
-import type { BackendState, Prepared } from './client-state.js';
-import { AnswerMeter, METERED } from './metering.js';
+import type { Prepared } from './client-state.js';
+import { AnswerMeter } from './metering.js';
 import type { Internal, Pooling, Step } from './pooling.js';
 import type { Sent } from './prepared.js';
-import { STAND_IN_BYTES, standIn } from './stand-in.js';
+import { standIn } from './stand-in.js';
+import { Answers, pending, type AnswersHost, type Pending } from './answers.js';
+import { BackendLink, type Link } from './backend-link.js';
+import { Backpressure } from './backpressure.js';
+import { runHandled } from './handled.js';
 
-/**
- * Bytes written to the client and not yet taken by it past which the upstream is paused
- * (backpressure): what one slow client costs the proxy stays about this, whatever it asked for.
- */
-const CLIENT_HIGH_WATER = 1 << 20;
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
-/** Stands in for the upstream before a backend is attached; nothing is ever added to it. */
-const NO_UPSTREAM = new Run(undefined);
-
 const NO_CHANGES: readonly SessionChange[] = [];
-
-/** A client's request sent upstream: a Query, or an extended batch from its first message to its Sync. */
-interface Pending {
-  changes: readonly SessionChange[];
-  /** The SQL sent (the batch's Parse texts for the extended protocol): the text of DDL in the audit log. */
-  sql?: string | undefined;
-  failed: boolean;
-  /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's (or of the error naming `refused`). */
-  refusal: Buffer | undefined;
-  refused?: Buffer;
-  /** Pooling by transaction: what each statement (Query) or Execute (batch) does to the session. */
-  steps?: (Step | undefined)[];
-  stepAt: number;
-  /** Pooling by transaction: Parse and Close messages sent for it, to tell the proxy's answers from the client's. */
-  parses?: Sent[];
-  parseAt: number;
-  closes?: Sent[];
-  closeAt: number;
-}
-
-type Entry = { kind: 'request'; p: Pending } | { kind: 'local'; frames: Buffer[] } | { kind: 'internal'; job: Internal; error?: Buffer };
-
-/** The backend serving the client now. */
-interface Link {
-  session: UpstreamSession;
-  run: Run;
-  /** Pooling by transaction: what the backend holds. */
-  backend: BackendState | undefined;
-  /** A cancel sent to it: the backend serves nobody else before it has arrived. */
-  cancelling?: Promise<unknown>;
-}
 
 export interface RelayDeps {
   policy: Policy;
@@ -113,9 +57,8 @@ export interface RelayDeps {
 }
 
 export class Relay {
-  private readonly queue: Entry[] = [];
-  private status: TransactionStatus = 'I';
   private readonly toClient: Run;
+  private readonly answers: Answers;
   /** The extended batch being sent: its entry is queued from its first message, completed by the ReadyForQuery after its Sync. */
   private batch: Pending | undefined;
   private discarding = false;
@@ -124,17 +67,12 @@ export class Relay {
   private readonly backlog: Frame[] = [];
   private finished = false;
   private upstreamFatal = false;
-  private link: Link | undefined;
-  private toUpstream: Run = NO_UPSTREAM;
-  /** Resolves when every request sent upstream has been answered. */
-  private onDrained: (() => void) | undefined;
-  /** Running while the upstream is paused for a client that does not read (see `holdUpstream`). */
-  private sendTimer: NodeJS.Timeout | undefined;
-  private unwatch: () => void = () => undefined;
+  /** The backend serving the client now, if any. */
+  private readonly backend: BackendLink;
+  private readonly backpressure: Backpressure;
   /** Set by `closeWhenIdle`: the FATAL to end the session with once no transaction is open. */
   private closing: PgError | undefined;
   private readonly meter: ReturnType<ControlPlane['usage']['meter']>;
-  private readonly answers: AnswerMeter;
   private batchSql: string | undefined;
   private readonly pooling: Pooling | undefined;
   /** Pooling: what the portals bound in this batch run (their statements' effects). */
@@ -150,8 +88,42 @@ export class Relay {
   ) {
     this.toClient = new Run(client);
     this.meter = deps.control.usage.meter(principal.user);
-    this.answers = new AnswerMeter(this.meter, (target) => this.audit({ action: 'ddl', target, sql: this.headSql() }));
     this.pooling = deps.pooling;
+    const meter = new AnswerMeter(this.meter, (target) => this.audit({ action: 'ddl', target, sql: this.answers.headSql }));
+    this.answers = new Answers(this.toClient, this.answersHost(), meter);
+    this.backend = new BackendLink({
+      pooling: deps.pooling,
+      acquire: deps.acquire,
+      release: deps.release,
+      responseTimeoutMs: deps.responseTimeoutMs ?? 0,
+      awaiting: () => this.answers.length > 0,
+      onData: this.onUpstreamData,
+      onGone: this.onUpstreamClose,
+      onSilent: this.onUpstreamSilent,
+    });
+    this.backpressure = new Backpressure(client, deps.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS, (pending) => {
+      if (this.finished) return;
+      this.deps.log.info({ pending, ms: deps.sendTimeoutMs }, 'wire client read nothing of its answer within the send timeout: closed');
+      this.client.destroy();
+      this.end(true, true);
+    });
+  }
+
+  /** What the answers need of the relay (answers.ts). */
+  private answersHost(): AnswersHost {
+    return {
+      pooling: this.deps.pooling,
+      upstream: () => this.backend.link!,
+      requestDone: (p: Pending) => {
+        if (!p.failed) this.apply(p.changes);
+      },
+      explain: (error: PgError, sql: string) => this.deps.control.explainErrorNow(error, sql),
+      notification: (frame: Buffer) => notificationForClient(frame, this.principal.user, this.listenedAs),
+      upstreamFatal: () => void (this.upstreamFatal = true),
+      answered: () => {
+        if (this.closing) this.closeIfIdle();
+      },
+    };
   }
 
   /** Takes over the client socket; `early` are client frames that arrived during start-up. */
@@ -160,33 +132,29 @@ export class Relay {
     this.client.on('close', this.onClientClose);
     this.client.on('error', this.onClientClose);
     for (const f of early) this.onClientFrame(f.code, f.frame);
-    this.toUpstream.flush();
+    this.backend.toUpstream.flush();
   }
 
   /**
    * A CancelRequest with this client's key: sent to the backend serving it now, and nowhere when
-   * none does. That backend serves no other client before the cancel has arrived (see `release`).
+   * none does. That backend serves no other client before the cancel has arrived (see `giveBack`).
    */
   cancel(): Promise<boolean> {
-    const link = this.link;
-    if (link === undefined) return Promise.resolve(false);
-    const sent = cancelUpstream(link.session);
-    link.cancelling = sent;
-    return sent;
+    return this.backend.cancel();
   }
 
   get transactionStatus(): TransactionStatus {
-    return this.status;
+    return this.answers.status;
   }
 
   /** Whether a request of the client is in flight (sent upstream, or being decided or handled). */
   get busy(): boolean {
-    return this.queue.length > 0 || this.blocked;
+    return this.answers.length > 0 || this.blocked;
   }
 
   /** Why the client keeps its backend between transactions now (empty when it does not). */
   get pins(): readonly string[] {
-    return this.pooling !== undefined && this.link !== undefined ? this.pooling.client.pins() : [];
+    return this.pooling !== undefined && this.backend.link !== undefined ? this.pooling.client.pins() : [];
   }
 
   /**
@@ -207,7 +175,7 @@ export class Relay {
   }
 
   private closeIfIdle(): void {
-    if (this.closing && this.queue.length === 0 && this.status === 'I' && !this.blocked) this.terminate(this.closing);
+    if (this.closing && this.answers.length === 0 && this.answers.status === 'I' && !this.blocked) this.terminate(this.closing);
   }
 
   // ── backends ────────────────────────────────────────────────────────────────────────
@@ -217,43 +185,10 @@ export class Relay {
    * `frame` waits in the backlog (and everything after it) until one is: the caller stops.
    */
   private ready(code: number, frame: Buffer): boolean {
-    if (this.link !== undefined) return true;
-    const idle = this.pooling?.takeIdle();
-    if (idle !== undefined) {
-      this.attach(idle);
-      return true;
-    }
+    if (this.backend.takeNow()) return true;
     this.backlog.push({ code, frame });
-    this.block(
-      (this.pooling?.acquire() ?? this.deps.acquire()).then(
-        (s) => this.attach(s),
-        (err: unknown) => this.fatal(err),
-      ),
-    );
+    this.block(this.backend.take().catch((err: unknown) => this.fatal(err)));
     return false;
-  }
-
-  private attach(session: UpstreamSession): void {
-    if (this.finished) return this.deps.release(session, session.status === 'I' ? 'keep' : 'close'); // the client left while we waited
-    const backend = this.pooling?.attached(session);
-    this.link = { session, run: new Run(session.socket), backend };
-    this.toUpstream = this.link.run;
-    session.sink = this.onUpstreamData;
-    session.onGone = this.onUpstreamClose;
-    this.unwatch = watchSilence(session.socket, this.deps.responseTimeoutMs ?? 0, () => this.queue.length > 0, this.onUpstreamSilent);
-  }
-
-  /** Stops listening to the backend; returns it. */
-  private detach(): Link | undefined {
-    const link = this.link;
-    if (link === undefined) return undefined;
-    link.run.flush();
-    link.session.sink = ignore;
-    link.session.onGone = ignore;
-    this.unwatch();
-    this.link = undefined;
-    this.toUpstream = NO_UPSTREAM;
-    return link;
   }
 
   /**
@@ -261,26 +196,17 @@ export class Relay {
    * pool, unless the client is pinned to it, after the check when one is due.
    */
   private maybeRelease(): void {
-    const pooling = this.pooling;
-    const link = this.link;
-    if (pooling === undefined || link === undefined || this.queue.length > 0 || this.status !== 'I' || this.batch !== undefined || this.blocked || this.finished || this.closing) return;
+    const { pooling } = this;
+    const link = this.backend.link;
+    if (pooling === undefined || link === undefined || this.answers.length > 0 || this.answers.status !== 'I' || this.batch !== undefined || this.blocked || this.finished || this.closing) return;
     const next = pooling.afterTransaction(link.backend!);
     if (next === 'keep') return;
     if (next !== 'release') {
       this.sendInternal(next);
-      this.toUpstream.flush();
-      return;
+      return this.backend.toUpstream.flush();
     }
-    this.detach();
-    this.giveBack(link, 'keep');
-  }
-
-  /** Gives a backend back, once a cancel sent to it (if any) has arrived and been taken in. */
-  private giveBack(link: Link, how: Return): void {
-    if (link.cancelling === undefined || how === 'close') return this.deps.release(link.session, how);
-    // The cancel reached the postmaster, which signals the backend; once the backend has answered
-    // a Sync after that, the signal was taken in while it was idle: it cannot stop another client's statement.
-    void link.cancelling.then(() => settle(link.session, 0, true)).then((ok) => this.deps.release(link.session, ok ? how : 'close'));
+    this.backend.detach();
+    this.backend.giveBack(link, 'keep');
   }
 
   // ── client → upstream ───────────────────────────────────────────────────────────────
@@ -290,7 +216,7 @@ export class Relay {
     this.meter.bytesIn += chunk.length;
     try {
       this.clientReader.push(chunk, this.onClientFrame);
-      this.toUpstream.flush();
+      this.backend.toUpstream.flush();
     } catch (err: unknown) {
       this.fatal(err);
     }
@@ -316,11 +242,11 @@ export class Relay {
       case FrontendCode.CopyData:
       case FrontendCode.CopyDone:
       case FrontendCode.CopyFail:
-        if (this.ready(code, frame)) this.toUpstream.add(frame);
+        if (this.ready(code, frame)) this.backend.toUpstream.add(frame);
         return;
       case FrontendCode.Flush:
-        if (this.discarding || (this.link === undefined && this.batch === undefined)) return; // nothing to flush
-        if (this.ready(code, frame)) this.toUpstream.add(frame);
+        if (this.discarding || (this.backend.link === undefined && this.batch === undefined)) return; // nothing to flush
+        if (this.ready(code, frame)) this.backend.toUpstream.add(frame);
         return;
       default:
         // Bind, Describe, Execute, Close: part of an extended-protocol batch.
@@ -342,7 +268,7 @@ export class Relay {
   private misreading(sql: string): Decision | undefined {
     const client = this.pooling?.client;
     if (client !== undefined) return client.readingChanged ? misread(sql, client.reported) : undefined;
-    const upstream = this.link?.session;
+    const upstream = this.backend.link?.session;
     return upstream?.readingChanged ? misread(sql, upstream.reading) : undefined;
   }
 
@@ -366,7 +292,7 @@ export class Relay {
           const f = this.backlog.shift()!;
           this.onClientFrame(f.code, f.frame);
         }
-        this.toUpstream.flush();
+        this.backend.toUpstream.flush();
         if (this.closing) this.closeIfIdle();
         if (!this.blocked && !this.finished) {
           this.client.resume();
@@ -405,15 +331,14 @@ export class Relay {
         if (!this.ready(FrontendCode.Query, frame)) return; // decided again once a backend serves the client
         decisions.wire[d.kind].value++;
         this.beforeRequest(d.effects, true);
-        if (d.kind === 'allow') this.toUpstream.add(frame);
-        else this.toUpstream.write(buildQuery(d.sql));
-        const p = this.pending(d.changes, sql);
+        if (d.kind === 'allow') this.backend.toUpstream.add(frame);
+        else this.backend.toUpstream.write(buildQuery(d.sql));
+        const p = pending(d.changes, sql);
         if (this.pooling !== undefined) {
           p.steps = d.effects?.map((effects) => ({ effects, text: sql }));
-          this.pooling.client.unnamed = this.link!.backend!.unnamed = undefined; // a Query drops the unnamed statement
+          this.pooling.client.unnamed = this.backend.link!.backend!.unnamed = undefined; // a Query drops the unnamed statement
         }
-        this.queue.push({ kind: 'request', p });
-        return;
+        return this.answers.request(p);
       }
       case 'deny':
         decisions.wire.deny.value++;
@@ -421,42 +346,25 @@ export class Relay {
         return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy', frame);
       case 'handled':
         decisions.wire.handled.value++;
-        return this.block(this.handle(d, sql));
+        return this.block(
+          this.answers.drained().then(async () => {
+            const done = await runHandled(d, sql, this.answers.status, this.deps.control, (e) => this.audit(e));
+            this.meter.statements++;
+            this.answers.respond([done]);
+          }),
+        );
     }
-  }
-
-  private pending(changes: readonly SessionChange[], sql: string | undefined, refusal?: Buffer): Pending {
-    return { changes, sql, failed: false, refusal, stepAt: 0, parseAt: 0, closeAt: 0 };
   }
 
   /** Pooling: what goes ahead of the client's next request on its backend (see Pooling.before). */
   private beforeRequest(effects: Extract<Decision, { kind: 'allow' }>['effects'], query: boolean): void {
     if (this.pooling === undefined) return;
-    for (const job of this.pooling.before(this.link!.backend!, this.status, effects, query)) this.sendInternal(job);
+    for (const job of this.pooling.before(this.backend.link!.backend!, this.answers.status, effects, query)) this.sendInternal(job);
   }
 
   private sendInternal(job: Internal): void {
-    for (const f of job.frames) this.toUpstream.write(f);
-    this.queue.push({ kind: 'internal', job });
-  }
-
-  private async handle(d: Extract<Decision, { kind: 'handled' }>, sql: string): Promise<void> {
-    await this.drained(); // the transaction status is known once everything before has been answered
-    if (this.status !== 'I') {
-      return this.refuse(new PgError('25001', `${d.commandTag} of a repo cannot run inside a transaction block`, { hint: 'creating and dropping repos takes effect at once; run it outside BEGIN … COMMIT' }));
-    }
-    const { action } = d;
-    const ref = { owner: action.owner, repo: action.repo };
-    try {
-      if (action.kind === 'create_repo') await this.deps.control.createRepo(ref);
-      else await this.deps.control.deleteRepo(ref);
-      this.audit({ action: action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${action.owner}/${action.repo}`, sql });
-    } catch (err: unknown) {
-      const skip = err instanceof PgError && ((action.kind === 'create_repo' && action.ifNotExists && err.code === SqlState.DuplicateSchema) || (action.kind === 'drop_repo' && action.ifExists && err.code === SqlState.InvalidSchemaName));
-      if (!skip) throw err;
-    }
-    this.meter.statements++;
-    this.respond([buildCommandComplete(d.commandTag)]);
+    for (const f of job.frames) this.backend.toUpstream.write(f);
+    this.answers.internal(job);
   }
 
   private onParse(frame: Buffer): void {
@@ -482,8 +390,8 @@ export class Relay {
         const batch = this.startBatch();
         if (d.changes.length) batch.changes = [...batch.changes, ...d.changes];
         const sql = d.kind === 'allow' ? parse.sql : d.sql;
-        if (this.pooling === undefined) return d.kind === 'allow' ? this.toUpstream.add(frame) : this.toUpstream.write(buildParse(parse.name, sql, parse.paramTypes));
-        const sent = this.pooling.statements.parse(this.link!.backend!, parse, sql, d.effects?.[0] ?? [], frame);
+        if (this.pooling === undefined) return d.kind === 'allow' ? this.backend.toUpstream.add(frame) : this.backend.toUpstream.write(buildParse(parse.name, sql, parse.paramTypes));
+        const sent = this.pooling.statements.parse(this.backend.link!.backend!, parse, sql, d.effects?.[0] ?? [], frame);
         if (sent instanceof PgError) return this.denyBatch(sent, parse.name);
         return this.send(sent, frame);
       }
@@ -504,14 +412,14 @@ export class Relay {
   private onBatchMessage(code: number, frame: Buffer): void {
     const batch = this.startBatch();
     const pooling = this.pooling;
-    if (pooling === undefined) return this.toUpstream.add(frame);
-    const backend = this.link!.backend!;
+    if (pooling === undefined) return this.backend.toUpstream.add(frame);
+    const backend = this.backend.link!.backend!;
     if (code === FrontendCode.Execute) {
       (batch.steps ??= []).push(this.portals.size === 0 ? undefined : this.portals.get(frame.toString('utf8', 5, frame.indexOf(0, 5))));
-      return this.toUpstream.add(frame);
+      return this.backend.toUpstream.add(frame);
     }
     if (code === FrontendCode.Close) return this.send(pooling.statements.close(backend, frame), frame);
-    if (code !== FrontendCode.Bind && code !== FrontendCode.Describe) return this.toUpstream.add(frame);
+    if (code !== FrontendCode.Bind && code !== FrontendCode.Describe) return this.backend.toUpstream.add(frame);
     const used = pooling.statements.use(backend, code, frame);
     if (code === FrontendCode.Bind) {
       const portal = frame.toString('utf8', 5, frame.indexOf(0, 5));
@@ -526,8 +434,8 @@ export class Relay {
   private send(sent: readonly Sent[], frame: Buffer): void {
     const batch = this.batch!;
     for (const s of sent) {
-      if (s.frame === frame) this.toUpstream.add(frame);
-      else this.toUpstream.write(s.frame);
+      if (s.frame === frame) this.backend.toUpstream.add(frame);
+      else this.backend.toUpstream.write(s.frame);
       if (s.kind === 'parse') (batch.parses ??= []).push(s);
       else if (s.kind === 'close') (batch.closes ??= []).push(s);
       if (s.error !== undefined && batch.refusal === undefined) {
@@ -541,41 +449,40 @@ export class Relay {
   private startBatch(): Pending {
     if (this.batch !== undefined) return this.batch;
     this.beforeRequest(undefined, false);
-    const batch = this.pending(NO_CHANGES, undefined);
+    const batch = pending(NO_CHANGES, undefined);
     this.batch = batch;
-    this.queue.push({ kind: 'request', p: batch });
+    this.answers.request(batch);
     return batch;
   }
 
   /**
-   * A refused Parse (or Bind): Postgres' own behaviour — an error, then everything up to Sync is
-   * ignored. When the batch may run in a transaction (one is open, or statements of the batch or
-   * before it went upstream), the stand-in Parse, under the client's statement name, fails it upstream.
+   * A refused Parse: Postgres' own behaviour — an error, then everything up to Sync is ignored.
+   * When the batch may run in a transaction (one is open, or statements of the batch or before it
+   * went upstream), the stand-in Parse fails it upstream.
    */
   private denyBatch(error: PgError, name = '', origin: ErrorOrigin = 'proxy'): void {
     countError('wire', origin, error.code);
     this.discarding = true;
     const frame = buildErrorResponse(error);
-    if (this.batch === undefined && this.queue.length === 0 && this.status === 'I') {
+    if (this.batch === undefined && this.answers.length === 0 && this.answers.status === 'I') {
       this.toClient.write(frame); // nothing to fail and nothing outstanding: tell the client at once
       return;
     }
-    if (this.link === undefined) return void this.respond([frame]);
+    if (this.backend.link === undefined) return void this.answers.respond([frame]);
     const batch = this.startBatch();
     // Pooling: under a name of the proxy's, not the client's (which may name another statement there).
     const stand = buildParse(this.pooling === undefined ? name : 'repobase_refused', standIn(error));
-    this.toUpstream.write(stand);
+    this.backend.toUpstream.write(stand);
     if (this.pooling !== undefined) (batch.parses ??= []).push({ frame: stand, kind: 'parse', ours: false });
     batch.refusal = frame;
   }
 
   private onSync(frame: Buffer): void {
-    const batch = this.batch;
-    if (batch === undefined && (this.discarding || this.link === undefined)) {
-      this.respond([]); // refused at once, or nothing was sent: the answer is the status
+    if (this.batch === undefined && (this.discarding || this.backend.link === undefined)) {
+      this.answers.respond([]); // refused at once, or nothing was sent: the answer is the status
     } else if (this.ready(FrontendCode.Sync, frame)) {
       const p = this.startBatch();
-      this.toUpstream.add(frame);
+      this.backend.toUpstream.add(frame);
       if (this.discarding) p.changes = NO_CHANGES;
       p.sql = this.batchSql;
       this.batch = undefined;
@@ -593,31 +500,13 @@ export class Relay {
    * the string Postgres would run before the refused one) and a stand-in that fails in its place.
    */
   private refuse(error: PgError, ahead = '', origin: ErrorOrigin = 'proxy', frame?: Buffer): void {
-    const answerNow = ahead === '' && ((this.queue.length === 0 && this.status === 'I') || this.link === undefined);
+    const answerNow = ahead === '' && ((this.answers.length === 0 && this.answers.status === 'I') || this.backend.link === undefined);
     if (!answerNow && frame !== undefined && !this.ready(FrontendCode.Query, frame)) return; // refused again once a backend serves the client
     countError('wire', origin, error.code);
     const errorFrame = buildErrorResponse(error);
-    if (answerNow || this.link === undefined) return this.respond([errorFrame]);
-    this.toUpstream.write(buildQuery(ahead + standIn(error)));
-    this.queue.push({ kind: 'request', p: this.pending(NO_CHANGES, undefined, errorFrame) });
-  }
-
-  /** Resolves once every request sent upstream has been answered. */
-  private drained(): Promise<void> {
-    if (this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => (this.onDrained = resolve));
-  }
-
-  /** Frames plus ReadyForQuery, in their place in the response order. */
-  private respond(frames: Buffer[]): void {
-    if (this.queue.length === 0) {
-      this.toClient.flush();
-      for (const f of frames) this.toClient.write(f);
-      this.toClient.write(buildReadyForQuery(this.status));
-      if (this.closing) this.closeIfIdle();
-    } else {
-      this.queue.push({ kind: 'local', frames });
-    }
+    if (answerNow || this.backend.link === undefined) return this.answers.respond([errorFrame]);
+    this.backend.toUpstream.write(buildQuery(ahead + standIn(error)));
+    this.answers.request(pending(NO_CHANGES, undefined, errorFrame));
   }
 
   // ── upstream → client ───────────────────────────────────────────────────────────────
@@ -626,45 +515,15 @@ export class Relay {
     wireBytesOut.value += chunk.length;
     this.meter.bytesOut += chunk.length;
     try {
-      this.link!.session.reader.push(chunk, this.onUpstreamFrame);
+      const link = this.backend.link!;
+      link.session.reader.push(chunk, this.answers.frame);
       this.toClient.flush();
-      if (this.client.writableLength > CLIENT_HIGH_WATER) this.holdUpstream();
-      if (this.link !== undefined && this.queue.length === 0) this.maybeRelease();
+      this.backpressure.check(link.session.socket);
+      if (this.backend.link !== undefined && this.answers.length === 0) this.maybeRelease();
     } catch (err: unknown) {
       this.fatal(err);
     }
   };
-
-  /**
-   * Backpressure: the client reads slower than the upstream answers. The upstream socket is
-   * paused — Postgres then blocks on its send, and memory here stays bounded — until the client
-   * has taken what was written. A client that takes nothing for `sendTimeoutMs` is closed; its
-   * upstream session is settled (statement cancelled, transaction rolled back) and reused.
-   */
-  private holdUpstream(): void {
-    if (this.sendTimer || !this.link) return;
-    const socket = this.link.session.socket;
-    const ms = this.deps.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
-    socket.pause();
-    let left = this.client.writableLength;
-    const check = () => {
-      if (this.finished) return;
-      if (this.client.writableLength < left) {
-        left = this.client.writableLength; // slow, but reading
-        this.sendTimer = setTimeout(check, ms);
-        return;
-      }
-      this.deps.log.info({ pending: left, ms }, 'wire client read nothing of its answer within the send timeout: closed');
-      this.client.destroy();
-      this.end(true, true);
-    };
-    this.sendTimer = setTimeout(check, ms);
-    this.client.once('drain', () => {
-      clearTimeout(this.sendTimer);
-      this.sendTimer = undefined;
-      if (!this.finished) socket.resume();
-    });
-  }
 
   /** The upstream owes an answer and passed nothing for `responseTimeoutMs`: a network that stopped answering. */
   private readonly onUpstreamSilent = (): void => {
@@ -672,130 +531,6 @@ export class Relay {
     this.deps.log.warn({ ms }, 'upstream session silent past the response timeout: closed');
     this.terminate(new PgError(SqlState.ConnectionFailure, `the upstream connection did not answer within ${ms} ms`, { hint: 'Postgres or the network to it stopped answering; reconnect (other sessions are not affected)' }));
   };
-
-  private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
-    const head = this.queue[0];
-    if (head?.kind === 'internal') return this.onInternalFrame(head, code, frame);
-    if (METERED[code] === 1) this.answers.frame(code, frame);
-    switch (code) {
-      case BackendCode.ReadyForQuery:
-        return this.onReady(frame);
-      case BackendCode.NotificationResponse:
-        frame = notificationForClient(frame, this.principal.user, this.listenedAs);
-        break;
-      case BackendCode.ParameterStatus: {
-        const link = this.link!;
-        noteParameterStatus(link.session, frame);
-        if (this.pooling === undefined) break;
-        const told = this.pooling.parameterStatus(link.backend!, frame, head?.kind === 'request');
-        if (told === undefined) return;
-        frame = told;
-        break;
-      }
-      case BackendCode.ErrorResponse: {
-        const p = head?.kind === 'request' ? head.p : undefined;
-        if (p !== undefined) {
-          p.failed = true;
-          if (p.refusal !== undefined && frame.includes(p.refused ?? STAND_IN_BYTES)) {
-            this.toClient.write(p.refusal);
-            p.refusal = undefined;
-            return;
-          }
-        }
-        const error = decodeErrorResponse(frame);
-        countError('wire', 'upstream', error.code);
-        if (frame.includes('SFATAL')) this.upstreamFatal = true;
-        const explained = p?.sql === undefined ? undefined : this.deps.control.explainErrorNow(error, p.sql);
-        if (explained) frame = buildErrorResponse(explained);
-        break;
-      }
-      default:
-        if (this.pooling !== undefined && head?.kind === 'request' && !this.poolingFrame(head.p, code, frame)) return;
-    }
-    this.toClient.add(frame);
-  };
-
-  /** Pooling's part in the answers to a client's request: false for an answer to what the proxy sent. */
-  private poolingFrame(p: Pending, code: number, frame: Buffer): boolean {
-    switch (code) {
-      case BackendCode.ParseComplete:
-        return p.parses?.[p.parseAt++]?.ours !== true;
-      case BackendCode.CloseComplete:
-        return p.closes?.[p.closeAt++]?.ours !== true;
-      case BackendCode.CommandComplete:
-      case BackendCode.EmptyQueryResponse: {
-        const step = p.steps?.[p.stepAt++];
-        const backend = this.link!.backend!;
-        this.pooling!.stepDone(backend, step);
-        if (code === BackendCode.CommandComplete) this.pooling!.commandTag(backend, frame, step);
-        return true;
-      }
-      case BackendCode.PortalSuspended:
-        p.stepAt++;
-        return true;
-      default:
-        return true;
-    }
-  }
-
-  /** An answer to a request of the proxy's own: not the client's (but for notifications, which are). */
-  private onInternalFrame(head: Extract<Entry, { kind: 'internal' }>, code: number, frame: Buffer): void {
-    switch (code) {
-      case BackendCode.ReadyForQuery:
-        return this.onReady(frame);
-      case BackendCode.ErrorResponse:
-        head.error ??= frame;
-        if (frame.includes('SFATAL')) this.upstreamFatal = true;
-        return;
-      case BackendCode.DataRow:
-        return head.job.onRow?.(decodeDataRow(frame));
-      case BackendCode.ParameterStatus:
-        noteParameterStatus(this.link!.session, frame);
-        this.pooling?.parameterStatus(this.link!.backend!, frame, false);
-        return;
-      case BackendCode.NotificationResponse:
-        return this.toClient.add(notificationForClient(frame, this.principal.user, this.listenedAs));
-      default:
-        return;
-    }
-  }
-
-  private onReady(frame: Buffer): void {
-    this.status = String.fromCharCode(frame[5]!) as TransactionStatus;
-    const link = this.link!;
-    link.session.status = this.status;
-    const head = this.queue.shift();
-    if (head?.kind === 'internal') {
-      head.job.done(head.error, this.status);
-    } else {
-      if (head?.kind === 'request') this.requestDone(head.p, link);
-      this.toClient.add(frame);
-    }
-    while (this.queue[0]?.kind === 'local') {
-      const local = this.queue.shift() as Extract<Entry, { kind: 'local' }>;
-      for (const f of local.frames) this.toClient.write(f);
-      this.toClient.write(buildReadyForQuery(this.status));
-    }
-    if (this.queue.length === 0 && this.onDrained) {
-      const drained = this.onDrained;
-      this.onDrained = undefined;
-      drained();
-    }
-    if (this.closing) this.closeIfIdle();
-  }
-
-  private requestDone(p: Pending, link: Link): void {
-    if (!p.failed) this.apply(p.changes);
-    if (this.pooling === undefined) return;
-    // Parses and Closes left unanswered failed, or an error before them skipped them: nothing was made.
-    if (p.parses !== undefined) for (let i = p.parseAt; i < p.parses.length; i++) p.parses[i]!.undo?.();
-    this.pooling.requestDone(link.backend!, this.status, p.failed);
-  }
-
-  private headSql(): string | undefined {
-    const head = this.queue[0];
-    return head?.kind === 'request' ? head.p.sql : undefined;
-  }
 
   /** An audit row of this connection's user. */
   private audit(event: Omit<AuditEvent, 'user' | keyof AuditOrigin>): void {
@@ -808,6 +543,13 @@ export class Relay {
       const searchPath = c.kind === 'search_path' ? c.value : (this.session.defaultSearchPath ?? ['$user', 'public']);
       this.session = { ...this.session, searchPath };
     }
+  }
+
+  /** Pooling: the text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused, or not known at once). */
+  prepareText(p: Prepared): string | undefined {
+    const d = this.decide(p.sql);
+    if (d instanceof Promise) return undefined;
+    return d.kind === 'allow' ? p.sql : d.kind === 'rewrite' ? d.sql : undefined;
   }
 
   // ── endings ─────────────────────────────────────────────────────────────────────────
@@ -839,9 +581,9 @@ export class Relay {
    * be with Postgres: a FATAL (Postgres' own, when it sent one) and the session ends.
    */
   private readonly onUpstreamClose = (): void => {
-    const idle = this.queue.length === 0 && this.status === 'I' && this.batch === undefined && this.pooling !== undefined && !this.pooling.client.pinned;
+    const idle = this.answers.length === 0 && this.answers.status === 'I' && this.batch === undefined && this.pooling !== undefined && !this.pooling.client.pinned;
     if (idle && !this.upstreamFatal) {
-      const link = this.detach();
+      const link = this.backend.detach();
       if (link !== undefined) this.deps.release(link.session, 'close');
       return;
     }
@@ -854,13 +596,6 @@ export class Relay {
     this.client.end();
     this.end(false);
   };
-
-  /** Pooling: the text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused, or not known at once). */
-  prepareText(p: Prepared): string | undefined {
-    const d = this.decide(p.sql);
-    if (d instanceof Promise) return undefined;
-    return d.kind === 'allow' ? p.sql : d.kind === 'rewrite' ? d.sql : undefined;
-  }
 
   /** Pooling: the client's state on a backend could not be restored or learnt: it cannot go on safely. */
   lost(message: string): void {
@@ -882,26 +617,26 @@ export class Relay {
     this.client.off('data', this.onClientData);
     this.backlog.length = 0;
     if (!this.client.destroyed) this.client.end();
-    clearTimeout(this.sendTimer);
-    const held = this.sendTimer !== undefined;
-    const link = this.detach();
+    this.backpressure.stop();
+    this.backend.finished = true;
+    const link = this.backend.detach();
     this.onEnd();
     if (link === undefined) return;
     const upstream = link.session;
-    // Held for a slow client (see holdUpstream): whoever takes the session next, in this tick, reads it again.
-    if (held) upstream.socket.resume();
+    // Held for a slow client (see Backpressure): whoever takes the session next, in this tick, reads it again.
+    if (this.backpressure.holding) upstream.socket.resume();
     const alive = !upstream.socket.destroyed;
-    const owed = this.queue.reduce((n, e) => n + (e.kind === 'local' ? 0 : 1), 0);
+    const owed = this.answers.owed;
     if (settleUpstream && alive && !this.blocked && !this.upstreamFatal && owed > 0) {
       // Closed at the send timeout with work in flight: the session is brought back to idle and
       // reused (closed if a transaction is open). A client that leaves by itself has its session
       // closed at once instead, which frees its place in the pool soonest.
-      void settle(upstream, owed, this.batch !== undefined).then((ok) => this.giveBack(link, this.returnHow(link, ok)));
+      void settle(upstream, owed, this.batch !== undefined).then((ok) => this.backend.giveBack(link, this.returnHow(link, ok)));
       return;
     }
     if (alive && owed > 0) void cancelUpstream(upstream);
-    const clean = clientLeft && alive && owed === 0 && !this.blocked && this.status === 'I';
-    this.giveBack(link, this.returnHow(link, clean));
+    const clean = clientLeft && alive && owed === 0 && !this.blocked && this.answers.status === 'I';
+    this.backend.giveBack(link, this.returnHow(link, clean));
   }
 
   private returnHow(link: Link, clean: boolean): Return {
