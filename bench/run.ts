@@ -16,6 +16,7 @@ import { BARE_RELAY, initPgbench, runWire, runWireOwnCores, type OwnCoresResult,
 import { runUpload, type UploadResult } from './scenarios/upload.js';
 import { runWeb, type WebResult } from './scenarios/web.js';
 import { runCitus, type CitusResult } from './scenarios/citus.js';
+import { clientsGoals, clientsLines, runClients, type ClientsResult } from './scenarios/clients.js';
 
 interface Targets {
   name: string;
@@ -152,6 +153,7 @@ async function main(): Promise<void> {
     web?: WebResult | string;
     citus?: CitusResult | string;
     soak?: SoakResult | string;
+    clients?: ClientsResult | string;
   } = {};
   try {
     log(`pgbench -i -s ${settings.scale} through repobase`);
@@ -160,6 +162,7 @@ async function main(): Promise<void> {
     if (wanted('wire-own-cores')) {
       results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log);
     }
+    if (wanted('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
     if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
     if (wanted('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
     if (wanted('policy')) results.policy = await policyBench();
@@ -207,6 +210,7 @@ async function main(): Promise<void> {
   const goal = (name: string, min: number, measured: number): Targets => ({ name, target: `≥ ${min.toFixed(1)}`, ratio: measured, passed: measured >= min });
   const targets: Targets[] = [
     ...wireGoals.map(([label, scenario, min]) => goal(`wire ${label} vs PgBouncer`, min, vsBouncer(scenario))),
+    ...clientsGoals(typeof results.clients === 'object' ? results.clients : undefined),
     goal('REST one-row select vs bare fastify+pg', 0.8, restRatio()),
     { name: 'upload with inference vs psql \\copy', target: '≥ 0.5', ratio: upload?.ratio ?? NaN, passed: (upload?.ratio ?? 0) >= 0.5 },
     { name: 'idle connections: KB RSS each', target: '< 20', ratio: conns ? conns.bytesPerConnection / 1024 : NaN, passed: conns ? conns.bytesPerConnection < 20 * 1024 : false },
@@ -236,6 +240,8 @@ async function main(): Promise<void> {
     ...(results.wire ? wireTable(results.wire, env.repobase.workers) : ['Wire on shared cores: not run']),
     '',
     ...(own ? ownCoresTable(own) : [`Proxies on cores of their own: ${results.wireOwnCores ?? 'not run'}`]),
+    '',
+    ...(typeof results.clients === 'object' ? clientsLines(results.clients) : [`Many clients: ${results.clients ?? 'not run'}`]),
     '',
     ...(rest ? restTable(rest) : ['REST on shared cores: not run']),
     '',
