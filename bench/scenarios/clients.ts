@@ -1,7 +1,8 @@
 /**
  * Many clients, few backends: pgbench with 200 clients through repobase as it ships (pooling by
  * transaction), through PgBouncer in transaction mode (the same number of backends per user),
- * and directly to Postgres with one backend per client. Each target's TPS, and the most backends
+ * and directly to Postgres with one backend per client; at least 20 s a run (pgbench counts the
+ * time its 200 connections take to open in the run, and reports no TPS for a run they outlast). Each target's TPS, and the most backends
  * of the bench user it held at once (sampled every 100 ms). Interleaved rounds, as bench/scenarios/wire.ts.
  *
  * `-M simple` and `-S -M simple`: PgBouncer 1.18 (Debian's) keeps no prepared statements in
@@ -20,6 +21,9 @@ export const CLIENTS_SCENARIOS: WireScenario[] = [
   { name: 'pgbench -S -M simple', args: ['-S', '-M', 'simple'], tls: false },
 ];
 
+/** 200 direct connections take seconds to open on a busy machine, and pgbench counts that time in the run. */
+const MIN_SECONDS = 20;
+
 const REPOBASE = 'repobase (transaction)';
 const BOUNCER = 'PgBouncer (transaction)';
 const DIRECT = 'direct (a backend per client)';
@@ -29,19 +33,27 @@ export interface ClientsResult {
   results: { scenario: string; targets: Record<string, { tps: Summary; backends: Summary }> }[];
 }
 
-/** The most backends of the bench user at once while `work` runs. */
-async function peakBackends<T>(admin: pg.Client, work: Promise<T>): Promise<{ value: T; peak: number }> {
+/**
+ * The backends of the bench user that `work` used: the most, sampled every 100 ms, that were busy
+ * or had been since it started (a target's pooled backends left idle by the run before do not count).
+ */
+async function peakBackends<T>(admin: pg.Client, work: () => Promise<T>): Promise<{ value: T; peak: number }> {
+  const since = (await admin.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
   let peak = 0;
   let done = false;
+  const running = work();
   const sampling = (async () => {
     while (!done) {
-      const { rows } = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND backend_type = 'client backend'", [USER]);
+      const { rows } = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND backend_type = 'client backend' AND (state <> 'idle' OR state_change >= $2)",
+        [USER, since],
+      );
       peak = Math.max(peak, rows[0]!.n);
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
   try {
-    return { value: await work, peak };
+    return { value: await running, peak };
   } finally {
     done = true;
     await sampling;
@@ -72,7 +84,7 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
       for (let round = 0; round < opts.rounds; round++) {
         for (const [name, conn] of targets) {
           if (scenario.writes) await resetTables(env.direct);
-          const { value, peak } = await peakBackends(admin, pgbench(conn, scenario, { rounds: 1, seconds: opts.seconds, clients: opts.clients }));
+          const { value, peak } = await peakBackends(admin, () => pgbench(conn, scenario, { rounds: 1, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients }));
           samples.get(name)!.tps.push(value.tps);
           samples.get(name)!.backends.push(peak);
           log(`${scenario.name}, ${opts.clients} clients, round ${round + 1} ${name}: ${value.tps.toFixed(0)} tps, ${peak} backends`);
