@@ -73,16 +73,32 @@ export function serviceEnv(upstreamUrl: string, dataDir: string): NodeJS.Process
   };
 }
 
-/** Creates the benchmark's user and its pgbench repo with the admin commands; returns the user's API key. */
-export async function createBenchUser(env: NodeJS.ProcessEnv): Promise<string> {
-  const created = await run(process.execPath, [BIN, 'user', 'create', USER], { env });
+/** Creates the benchmark's user and its pgbench repo with the admin commands of `bin`; returns the user's API key. */
+export async function createBenchUser(env: NodeJS.ProcessEnv, bin = BIN): Promise<string> {
+  const created = await run(process.execPath, [bin, 'user', 'create', USER], { env });
   if (created.code !== 0) throw new Error(`repobase user create failed: ${created.stderr}`);
-  const repo = await run(process.execPath, [BIN, 'repo', 'create', REPO], { env });
+  const repo = await run(process.execPath, [bin, 'repo', 'create', REPO], { env });
   if (repo.code !== 0) throw new Error(`repobase repo create failed: ${repo.stderr}`);
   return created.stdout.trim();
 }
 
-export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv> {
+export interface BenchEnvOptions {
+  /** The repobase to run: `bin/repobase.js` of this build (default) or of another (`--against`). */
+  bin?: string;
+  /** Start PgBouncer too (default): the anchors run once, beside this build only. */
+  pgbouncer?: boolean;
+  /** Said in the log lines: which build this world is for. */
+  label?: string;
+}
+
+/**
+ * Starts the benchmark's world: its own upstream Postgres and, on it, repobase (`opts.bin`) as
+ * shipped and as one process, and PgBouncer. An `--against` run starts a second world for the
+ * other build, with a Postgres of its own: each build's control plane migrates its own database.
+ */
+export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOptions = {}): Promise<BenchEnv> {
+  const bin = opts.bin ?? BIN;
+  const of = opts.label ? ` for ${opts.label}` : '';
   const dir = await mkdtemp(join(tmpdir(), 'repobase-bench-'));
   await chmod(dir, 0o755);
   const stops: (() => Promise<void>)[] = [];
@@ -91,7 +107,7 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    log('starting the upstream Postgres');
+    log(`starting the upstream Postgres${of}`);
     const pgPort = await freePort();
     // Durability off for every target alike: the benchmark measures the proxies, not the disk.
     const cluster = await startEmbedded({
@@ -108,13 +124,13 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
     stops.push(() => admin.end());
     const pgVersion = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
 
-    log('starting repobase');
+    log(`starting repobase${of}`);
     const env = serviceEnv(cluster.adminUrl, join(dir, 'repobase'));
     const secret = env.REPOBASE_SECRET!;
-    const key = await createBenchUser(env);
+    const key = await createBenchUser(env, bin);
     const serve = async (workers: string) => {
       const [httpPort, wirePort] = [await freePort(), await freePort()];
-      const service = start('repobase', process.execPath, [BIN, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
+      const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
       stops.push(service.stop);
       const httpUrl = `http://127.0.0.1:${httpPort}`;
       // The banner comes once every worker serves.
@@ -132,8 +148,11 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
     const repobase = { host: '127.0.0.1', port: shipped.wirePort, user: USER, password: key, dbname: REPO, httpUrl: shipped.httpUrl, pid: shipped.pid, key, workers: shipped.workers };
     const singleConn = { host: '127.0.0.1', port: single.wirePort, user: USER, password: key, dbname: REPO, httpUrl: single.httpUrl, pid: single.pid };
 
-    log('starting PgBouncer');
-    const problem = await ensurePgbouncer();
+    let problem: string | undefined = 'not started for this build';
+    if (opts.pgbouncer !== false) {
+      log('starting PgBouncer');
+      problem = await ensurePgbouncer();
+    }
     let pgbouncer: BenchEnv['pgbouncer'] = { unavailable: problem ?? '' };
     if (!problem) {
       const bport = await freePort();
@@ -154,4 +173,10 @@ export async function startBenchEnv(log: (s: string) => void): Promise<BenchEnv>
     await stop();
     throw err;
   }
+}
+
+/** The world of the build an `--against` run compares with, and the suffix of its targets' names (` @d724f64`). */
+export interface RefEnv {
+  env: BenchEnv;
+  suffix: string;
 }

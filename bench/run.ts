@@ -1,12 +1,16 @@
 /**
  * `npm run bench`: every front end side by side with its anchors in one run, as ratios.
- * `npm run bench -- --quick` is a smoke run (under a minute), not a measurement.
+ * `npm run bench -- --quick` is a smoke run (under a minute), not a measurement: it fails only when
+ * something breaks. `npm run bench -- --against <git-ref>` also runs that build of repobase, in
+ * the same rounds, and reports this build against it (see bench/lib/against.ts, bench/lib/ab.ts).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../src/shared/package-root.js';
-import { startBenchEnv } from './env.js';
+import { startBenchEnv, type BenchEnv, type RefEnv } from './env.js';
+import { abGoals, abLines, abRows } from './lib/ab.js';
+import { buildRef, type RefBuild } from './lib/against.js';
 import { errorCount, fmt } from './lib/stats.js';
 import { catalogLines, runCatalog, type CatalogResult } from './scenarios/catalog.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
@@ -26,17 +30,28 @@ interface Targets {
 }
 
 const quick = process.argv.includes('--quick');
+/** The value after `--name` on the command line, if given. */
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+}
 const settings = quick
   ? { rounds: 1, seconds: 1, restSeconds: 1, restWarmupSeconds: 0, scale: 1, connections: 500, uploadMb: 10, logins: 3, gridRows: 100_000, gridRounds: 5 }
-  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 2, scale: 10, connections: 10_000, uploadMb: 100, logins: 20, gridRows: 10_000_000, gridRounds: 20 };
+  : { rounds: 3, seconds: 10, restSeconds: 8, restWarmupSeconds: 5, scale: 10, connections: 10_000, uploadMb: 100, logins: 20, gridRows: 10_000_000, gridRounds: 20 };
+/** `--rounds 5`: more interleaved rounds (an A/B's ratios get a steadier median). */
+if (option('--rounds') !== undefined) {
+  settings.rounds = Number(option('--rounds'));
+  if (!(Number.isInteger(settings.rounds) && settings.rounds > 0)) throw new Error('--rounds must be a positive integer');
+}
+/** `--against <git-ref>`: that build too, in the same rounds; `--keep-build` keeps its worktree for the next run. */
+const against = option('--against');
+const keepBuild = process.argv.includes('--keep-build');
 const log = (s: string) => process.stderr.write(`· ${s}\n`);
 /** `--only wire,rest` runs just those scenarios (for working on one); the report marks the rest "not run". */
-const onlyArg = process.argv.indexOf('--only');
-const only = onlyArg > 0 ? new Set((process.argv[onlyArg + 1] ?? '').split(',')) : undefined;
+const only = option('--only') !== undefined ? new Set(option('--only')!.split(',')) : undefined;
 const wanted = (name: string) => !only || only.has(name);
 /** `--soak-seconds 10` (or BENCH_SOAK_SECONDS) shortens the soak, which runs 60 s (5 s with --quick). */
-const soakArg = process.argv.indexOf('--soak-seconds');
-const soakSeconds = Number(soakArg > 0 ? process.argv[soakArg + 1] : process.env.BENCH_SOAK_SECONDS ?? (quick ? 5 : 60));
+const soakSeconds = Number(option('--soak-seconds') ?? process.env.BENCH_SOAK_SECONDS ?? (quick ? 5 : 60));
 if (!(soakSeconds > 0)) throw new Error('--soak-seconds must be a positive number');
 
 function ratio(a: number | undefined, b: number | undefined): number {
@@ -82,7 +97,15 @@ function citusTable(c: CitusResult): string[] {
     '|---|---|---|---|',
     ...c.wire.map((w) => `| ${w.scenario} | ${fmt(w.targets[direct]?.tps.median ?? NaN)} | ${fmt(w.targets[via]?.tps.median ?? NaN)} | ${fmt(ratio(w.targets[via]?.tps.median, w.targets[direct]?.tps.median), 2)} |`),
     '',
-    `REST one-row select on Citus: repobase ${fmt(c.rest[via]?.rps.median ?? NaN)} req/s, bare fastify+pg ${fmt(c.rest[bare]?.rps.median ?? NaN)} req/s (ratio ${fmt(ratio(c.rest[via]?.rps.median, c.rest[bare]?.rps.median), 2)}), errors ${(c.rest[via]?.errors ?? 0) + (c.rest[bare]?.errors ?? 0)}.`,
+    ...(
+      [
+        ['REST one-row select', c.rest],
+        ['REST SELECT 1 (setting-free: no reset between requests)', c.restSettingFree],
+      ] as const
+    ).map(
+      ([label, r]) =>
+        `${label} on Citus: repobase ${fmt(r[via]?.rps.median ?? NaN)} req/s, bare fastify+pg ${fmt(r[bare]?.rps.median ?? NaN)} req/s (ratio ${fmt(ratio(r[via]?.rps.median, r[bare]?.rps.median), 2)}); coordinator CPU µs per request ${fmt(r[via]?.cpu.postgres.median ?? NaN)} against ${fmt(r[bare]?.cpu.postgres.median ?? NaN)}; errors ${(r[via]?.errors ?? 0) + (r[bare]?.errors ?? 0)}.`,
+    ),
   ];
 }
 
@@ -132,14 +155,47 @@ function soakLines(s: SoakResult): string[] {
   ];
 }
 
+/** Scenarios whose targets an `--against` run also runs on the other build. */
+const COMPARED = ['wire', 'wire-own-cores', 'rest', 'rest-own-cores', 'citus'];
+
 async function main(): Promise<void> {
-  const env = await startBenchEnv(log);
-  // An interrupted run still stops what it started (Postgres, repobase, PgBouncer).
+  // Built first: a ref that does not build stops the run before anything started.
+  const refBuild: RefBuild | undefined = against ? await buildRef(against, { keep: keepBuild }, log) : undefined;
+  try {
+    await measureAll(refBuild);
+  } finally {
+    await refBuild?.remove();
+  }
+}
+
+async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  };
+  // An interrupted run still stops what it started (Postgres, repobase, PgBouncer, the ref's worktree).
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       log(`${signal}: stopping`);
-      void env.stop().finally(() => process.exit(130));
+      void stopAll()
+        .then(() => refBuild?.remove())
+        .finally(() => process.exit(130));
     });
+  }
+  let env: BenchEnv;
+  let ref: RefEnv | undefined;
+  const loadBefore = loadavg();
+  try {
+    env = await startBenchEnv(log);
+    stops.push(() => env.stop());
+    if (refBuild && COMPARED.some((s) => s !== 'citus' && wanted(s))) {
+      const theirs = await startBenchEnv(log, { bin: refBuild.bin, pgbouncer: false, label: refBuild.ref });
+      stops.push(() => theirs.stop());
+      ref = { env: theirs, suffix: refBuild.suffix };
+    }
+  } catch (err: unknown) {
+    await stopAll();
+    throw err;
   }
   const results: {
     wire?: WireResult[];
@@ -158,19 +214,23 @@ async function main(): Promise<void> {
   try {
     log(`pgbench -i -s ${settings.scale} through repobase`);
     await initPgbench(env, settings.scale);
-    if (wanted('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log);
-    if (wanted('wire-own-cores')) {
-      results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log);
+    if (ref) {
+      log(`pgbench -i -s ${settings.scale} through repobase${ref.suffix}`);
+      await initPgbench(ref.env, settings.scale);
     }
     if (wanted('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
-    if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
-    if (wanted('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log);
+    if (wanted('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log, ref);
+    if (wanted('wire-own-cores')) {
+      results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log, ref);
+    }
+    if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
+    if (wanted('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
     if (wanted('policy')) results.policy = await policyBench();
     if (wanted('catalog')) {
       results.catalog = await runCatalog(env, { repos: quick ? 500 : 10_000, rounds: quick ? 3 : 20 }, log).catch((err: unknown) => `catalog failed: ${(err as Error).message}`);
     }
     if (wanted('soak')) {
-      results.soak = await runSoak(env, { seconds: soakSeconds, wireClients: 150, restClients: 50, scale: settings.scale }, log).catch((err: unknown) => `soak failed: ${(err as Error).message}`);
+      results.soak = await runSoak(env, { seconds: soakSeconds, wireClients: 150, restClients: 50, scale: settings.scale, judgeRss: !quick }, log).catch((err: unknown) => `soak failed: ${(err as Error).message}`);
     }
     if (wanted('upload')) {
       results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
@@ -180,22 +240,31 @@ async function main(): Promise<void> {
     }
     if (wanted('web')) results.web = await runWeb(env, { logins: settings.logins, gridRows: settings.gridRows, gridRounds: settings.gridRounds }, log).catch((err: unknown) => `web failed: ${(err as Error).message}`);
   } finally {
-    await env.stop();
+    await stopAll();
   }
   // A cluster of its own, after the single-cluster world is gone (the machine is the same).
   if (wanted('citus')) {
     results.citus = await runCitus(
       { wire: { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, rest: { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, scale: settings.scale },
       log,
+      refBuild && { bin: refBuild.bin, suffix: refBuild.suffix },
     ).catch((err: unknown) => `citus failed: ${(err as Error).message}`);
   }
 
   const own = typeof results.wireOwnCores === 'object' ? results.wireOwnCores : undefined;
-  const w = (name: string, from = results.wire) => from?.find((x) => x.scenario === name)?.targets;
-  const vsBouncer = (name: string, target = 'repobase', from = results.wire) => ratio(w(name, from)?.[target]?.tps.median, w(name, from)?.pgbouncer?.tps.median);
+  const ab = refBuild
+    ? abRows(
+        { wire: results.wire, wireOwnCores: own?.results, rest: results.rest?.targets, restOwnCores: typeof results.restOwnCores === 'object' ? results.restOwnCores.targets : undefined, citus: typeof results.citus === 'object' ? results.citus : undefined },
+        refBuild.suffix,
+      )
+    : [];
+  // `from` is always passed: a scenario that did not run (undefined) must read "not measured",
+  // never fall back to another scenario's figures.
+  const w = (name: string, from: WireResult[] | undefined) => from?.find((x) => x.scenario === name)?.targets;
+  const vsBouncer = (name: string, target: string, from: WireResult[] | undefined) => ratio(w(name, from)?.[target]?.tps.median, w(name, from)?.pgbouncer?.tps.median);
   const rest = results.rest?.targets;
   const restOwn = typeof results.restOwnCores === 'object' ? results.restOwnCores : undefined;
-  const restRatio = (target = 'repobase', floor = 'bare fastify+pg', from = rest) => ratio(from?.[target]?.rps.median, from?.[floor]?.rps.median);
+  const restRatio = (target: string, floor: string, from: RestResult['targets'] | undefined) => ratio(from?.[target]?.rps.median, from?.[floor]?.rps.median);
   const upload = typeof results.upload === 'object' ? results.upload : undefined;
   const conns = typeof results.connections === 'object' ? results.connections : undefined;
   const web = typeof results.web === 'object' ? results.web : undefined;
@@ -209,9 +278,9 @@ async function main(): Promise<void> {
   ];
   const goal = (name: string, min: number, measured: number): Targets => ({ name, target: `≥ ${min.toFixed(1)}`, ratio: measured, passed: measured >= min });
   const targets: Targets[] = [
-    ...wireGoals.map(([label, scenario, min]) => goal(`wire ${label} vs PgBouncer`, min, vsBouncer(scenario))),
+    ...wireGoals.map(([label, scenario, min]) => goal(`wire ${label} vs PgBouncer`, min, vsBouncer(scenario, 'repobase', results.wire))),
     ...clientsGoals(typeof results.clients === 'object' ? results.clients : undefined),
-    goal('REST one-row select vs bare fastify+pg', 0.8, restRatio()),
+    goal('REST one-row select vs bare fastify+pg', 0.8, restRatio('repobase', 'bare fastify+pg', rest)),
     { name: 'upload with inference vs psql \\copy', target: '≥ 0.5', ratio: upload?.ratio ?? NaN, passed: (upload?.ratio ?? 0) >= 0.5 },
     { name: 'idle connections: KB RSS each', target: '< 20', ratio: conns ? conns.bytesPerConnection / 1024 : NaN, passed: conns ? conns.bytesPerConnection < 20 * 1024 : false },
     { name: 'web: first page JavaScript, KB gzipped', target: '≤ 150', ratio: web ? web.firstPageJsGzip / 1024 : NaN, passed: web ? web.firstPageJsGzip <= 150 * 1024 : false },
@@ -220,22 +289,32 @@ async function main(): Promise<void> {
       return { name: `web: grid ${k === 'keysetFirstPage' ? 'first page' : 'page 100 deep'} vs plain SELECT … LIMIT 100 (POST /query/)`, target: '≤ 1.2', ratio: r, passed: r <= 1.2 };
     }),
     { name: 'soak: errors (wire and REST)', target: '= 0', ratio: soak ? errorCount(soak.wire.errors) + errorCount(soak.rest.errors) : NaN, passed: soak ? errorCount(soak.wire.errors) + errorCount(soak.rest.errors) === 0 : false },
-    { name: 'soak: RSS change from warm-up to the end, %', target: `within ±${SOAK_MAX_RSS_CHANGE_PCT}`, ratio: soak?.rss.changePct ?? NaN, passed: soak ? Math.abs(soak.rss.changePct) <= SOAK_MAX_RSS_CHANGE_PCT : false },
+    // A smoke run's few seconds of soak say nothing about memory: shown, not judged.
+    {
+      name: `soak: RSS change from warm-up to the end, %${quick ? ' (--quick: not judged)' : ''}`,
+      target: `within ±${SOAK_MAX_RSS_CHANGE_PCT}`,
+      ratio: soak && !quick ? soak.rss.changePct : NaN,
+      passed: soak ? Math.abs(soak.rss.changePct) <= SOAK_MAX_RSS_CHANGE_PCT : false,
+    },
     { name: 'soak: seconds until no upstream session is busy', target: `≤ ${soak?.upstreamAfter.waitedSeconds ?? 10}`, ratio: soak ? soak.upstreamAfter.secondsToIdle ?? Infinity : NaN, passed: soak ? soak.upstreamAfter.secondsToIdle !== null : false },
     // The same goals for one process: what a single event loop reaches (reported, not the product).
-    ...wireGoals.map(([label, scenario, min]) => goal(`1 process: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, SINGLE))),
-    goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process')),
+    ...wireGoals.map(([label, scenario, min]) => goal(`1 process: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, SINGLE, results.wire))),
+    goal('1 process: REST one-row select vs bare fastify+pg 1 process', 0.8, restRatio(SINGLE, 'bare fastify+pg 1 process', rest)),
     // And with the proxies on cores of their own: what the proxy costs when it does not share the database's CPU.
     ...wireGoals.map(([label, scenario, min]) => goal(`own cores: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, 'repobase', own?.results))),
     goal('own cores: REST one-row select vs bare fastify+pg', 0.8, restRatio('repobase', 'bare fastify+pg', restOwn?.targets)),
+    ...(refBuild ? abGoals(ab, refBuild.ref) : []),
   ];
 
   const bouncerVersion = 'unavailable' in env.pgbouncer ? `PgBouncer unavailable: ${env.pgbouncer.unavailable}` : env.pgbouncer.version;
-  const machine = { cores: cpus().length, repobaseWorkers: env.repobase.workers, cpu: cpus()[0]?.model ?? '', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, postgres: env.pgVersion, pgbouncer: bouncerVersion, quick };
+  const date = new Date().toISOString();
+  const load = { before: loadBefore, after: loadavg() };
+  const machine = { cores: cpus().length, repobaseWorkers: env.repobase.workers, cpu: cpus()[0]?.model ?? '', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, postgres: env.pgVersion, pgbouncer: bouncerVersion, quick, loadAverage: load };
+  const loadText = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
   const lines = [
     `## repobase benchmark${quick ? ' (--quick: smoke run, not a measurement)' : ''}`,
     '',
-    `${machine.cores} cores (${machine.cpu}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.pgbouncer}; ${settings.rounds} interleaved rounds, medians; pgbench scale ${settings.scale}, 8 clients, ${settings.seconds} s per run. repobase as shipped runs ${env.repobase.workers} worker processes here (one per core); "1 process" is the same service with \`workers\` 1.`,
+    `${date.slice(0, 10)}, ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GiB, load average ${loadText(load.before)} at the start, ${loadText(load.after)} at the end; Node ${machine.node}, Postgres ${machine.postgres}, ${machine.pgbouncer}; ${settings.rounds} interleaved rounds, medians; pgbench scale ${settings.scale}, 8 clients, ${settings.seconds} s per run. repobase as shipped runs ${env.repobase.workers} worker processes here (one per core); "1 process" is the same service with \`workers\` 1.`,
     '',
     ...(results.wire ? wireTable(results.wire, env.repobase.workers) : ['Wire on shared cores: not run']),
     '',
@@ -274,19 +353,29 @@ async function main(): Promise<void> {
     ...(citus ? citusTable(citus) : [`Citus: ${String(results.citus ?? 'not run')}`]),
     ...(soak ? soakLines(soak) : [`Soak: ${String(results.soak ?? 'not run')}`]),
     '',
+    ...(refBuild ? [...abLines(ab, refBuild), ''] : []),
     '| target | goal | measured | |',
     '|---|---|---|---|',
     // A goal whose scenario did not run here (--only, PgBouncer unavailable) is neither passed nor missed.
     ...targets.map((t) => `| ${t.name} | ${t.target} | ${fmt(t.ratio, 2)} | ${Number.isFinite(t.ratio) ? (t.passed ? 'pass' : 'miss') : 'not measured'} |`),
   ];
   process.stdout.write(lines.join('\n') + '\n');
-  // The soak is a pass/fail check, not only a figure: its failure fails the run.
-  if (typeof results.soak === 'string' || (soak && soak.failures.length > 0)) process.exitCode = 1;
+  // What fails the run (the smoke run above all): a scenario that broke, an error answer, the
+  // soak's pass/fail check. A goal missed is a figure to read, not a failure.
+  const broken = [
+    ...Object.entries(results)
+      .filter(([, r]) => typeof r === 'string' && / failed: /.test(r))
+      .map(([name, r]) => `${name}: ${String(r)}`),
+    ...[rest, restOwn?.targets, citus?.rest].flatMap((t) => Object.entries(t ?? {}).filter(([, r]) => r.errors > 0).map(([name, r]) => `REST ${name}: ${r.errors} errors`)),
+    ...(soak?.failures.map((f) => `soak: ${f}`) ?? []),
+  ];
+  for (const b of broken) log(`FAILED ${b}`);
+  if (broken.length > 0) process.exitCode = 1;
   const dir = join(packageRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   // latest.json is the full run the README quotes; smoke and partial runs never replace it.
   const file = quick ? 'quick.json' : only ? 'partial.json' : 'latest.json';
-  await writeFile(join(dir, file), JSON.stringify({ date: new Date().toISOString(), machine, settings, targets, results }, null, 2) + '\n');
+  await writeFile(join(dir, file), JSON.stringify({ date, machine, settings, against: refBuild && { ref: refBuild.ref, sha: refBuild.sha }, targets, ab, results }, null, 2) + '\n');
 }
 
 main().catch((err: unknown) => {

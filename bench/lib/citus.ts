@@ -62,12 +62,12 @@ async function runAs(): Promise<RunAs> {
 }
 
 /** Node settings: fast and disposable (no fsync), logical WAL for online repo moves. */
-function settings(port: number, dir: string): string {
+function settings(port: number, dir: string, citus: boolean): string {
   return [
     `port = ${port}`,
     `listen_addresses = '127.0.0.1'`,
     `unix_socket_directories = '${dir}'`,
-    `shared_preload_libraries = 'citus'`,
+    ...(citus ? [`shared_preload_libraries = 'citus'`] : []),
     `wal_level = logical`,
     `max_connections = 300`,
     `max_worker_processes = 16`,
@@ -75,15 +75,33 @@ function settings(port: number, dir: string): string {
     `synchronous_commit = off`,
     `full_page_writes = off`,
     `shared_buffers = 64MB`,
-    `citus.log_distributed_deadlock_detection = off`,
+    ...(citus ? [`citus.log_distributed_deadlock_detection = off`] : []),
     '',
   ].join('\n');
 }
 
-/** Starts a coordinator and `workers` workers; rejects with the failing node's log on error. */
-export async function startCitus(opts: { workers?: number; database?: string; bin?: string } = {}): Promise<CitusCluster> {
+/** Makes the first node the coordinator of the others, with schema-based sharding on. */
+async function formCluster(coordinatorUrl: string, nodes: readonly CitusNode[]): Promise<void> {
+  const coordinator = new pg.Client({ connectionString: coordinatorUrl });
+  await coordinator.connect();
+  try {
+    await coordinator.query('SELECT citus_set_coordinator_host($1, $2)', [nodes[0]!.host, nodes[0]!.port]);
+    for (const node of nodes.slice(1)) await coordinator.query('SELECT citus_add_node($1, $2)', [node.host, node.port]);
+    await coordinator.query('ALTER SYSTEM SET citus.enable_schema_based_sharding = on');
+    await coordinator.query('SELECT pg_reload_conf()');
+  } finally {
+    await coordinator.end();
+  }
+}
+
+/**
+ * Starts a coordinator and `workers` workers; rejects with the failing node's log on error. With
+ * `citus: false`, one plain PostgreSQL 15 node (the version Debian's pg_dump 15 can dump).
+ */
+export async function startCitus(opts: { workers?: number; database?: string; bin?: string; citus?: boolean } = {}): Promise<CitusCluster> {
   const bin = opts.bin ?? CITUS_PG_BIN;
-  const missing = citusMissing(bin);
+  const citus = opts.citus ?? true;
+  const missing = citus ? citusMissing(bin) : existsSync(join(bin, 'postgres')) ? undefined : `no PostgreSQL server binaries in ${bin}`;
   if (missing) throw new Error(`${missing}; CI installs Citus before the tests (see .ci/run)`);
   const database = opts.database ?? 'repobase';
   const as = await runAs();
@@ -96,13 +114,13 @@ export async function startCitus(opts: { workers?: number; database?: string; bi
     await rm(root, { recursive: true, force: true });
   };
   try {
-    const count = 1 + (opts.workers ?? 2);
+    const count = citus ? 1 + (opts.workers ?? 2) : 1;
     await Promise.all(
       Array.from({ length: count }, async (_, i) => {
         const dir = join(root, `n${i}`);
         const port = await freePort();
         await run('initdb', ['-D', dir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
-        await appendFile(join(dir, 'postgresql.conf'), settings(port, root));
+        await appendFile(join(dir, 'postgresql.conf'), settings(port, root, citus));
         await writeFile(join(dir, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\n');
         if (as.uid !== undefined) await chown(join(dir, 'pg_hba.conf'), as.uid, as.gid!);
         nodes[i] = { node: { host: '127.0.0.1', port }, dir };
@@ -118,21 +136,13 @@ export async function startCitus(opts: { workers?: number; database?: string; bi
         const admin = new pg.Client({ connectionString: url(node, 'postgres') });
         await admin.connect();
         await admin.query(`CREATE DATABASE ${database}`).finally(() => admin.end());
+        if (!citus) return;
         const c = new pg.Client({ connectionString: url(node) });
         await c.connect();
         await c.query('CREATE EXTENSION citus').finally(() => c.end());
       }),
     );
-    const coordinator = new pg.Client({ connectionString: url() });
-    await coordinator.connect();
-    try {
-      await coordinator.query('SELECT citus_set_coordinator_host($1, $2)', [nodes[0]!.node.host, nodes[0]!.node.port]);
-      for (const { node } of nodes.slice(1)) await coordinator.query('SELECT citus_add_node($1, $2)', [node.host, node.port]);
-      await coordinator.query('ALTER SYSTEM SET citus.enable_schema_based_sharding = on');
-      await coordinator.query('SELECT pg_reload_conf()');
-    } finally {
-      await coordinator.end();
-    }
+    if (citus) await formCluster(url(), nodes.map((n) => n.node));
     return {
       coordinator: nodes[0]!.node,
       workers: nodes.slice(1).map((n) => n.node),

@@ -13,7 +13,7 @@
 import autocannon from 'autocannon';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
-import { POOL_SIZE, repobaseOn, type BenchEnv } from '../env.js';
+import { POOL_SIZE, REPO, repobaseOn, type BenchEnv, type RefEnv } from '../env.js';
 import { cpuMicrosOf, cpuSplit, freePort, pinProcess, pinTree, start, waitFor } from '../lib/proc.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
@@ -63,10 +63,19 @@ export interface Target {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** The route's process tree. */
   pid: number;
+  /** The postmaster of the Postgres it queries. */
+  postgresPid: number;
 }
 
 export const BARE_BODY = JSON.stringify({ query_string: QUERY });
+
+/**
+ * A statement the policy finds setting-free (policy/setting-free.ts): a session it ran on needs no
+ * reset before its next request. The same text for repobase and the bare route.
+ */
+export const SETTING_FREE_BODY = JSON.stringify({ query_string: 'SELECT 1 AS one' });
 
 /** The bare fastify+pg route with `processes` processes, up and answering. */
 export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
@@ -84,20 +93,25 @@ export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number
   return { url: route, pid: bare.child.pid!, stop: bare.stop };
 }
 
-/** repobase's query endpoint at `httpUrl`, served by the process tree `pid`. */
-function repobaseTarget(env: BenchEnv, name: string, httpUrl: string, pid: number): Target {
-  const body = JSON.stringify({ query_string: `SELECT abalance FROM "bench/pgbench".pgbench_accounts WHERE aid = 4242` });
-  return { name, url: `${httpUrl}/api/v1beta/query/`, headers: { authorization: `Bearer ${env.repobase.key}` }, body, pid };
+/** The REST one-row select of the bench, as repobase is sent it. */
+export const REPOBASE_BODY = JSON.stringify({ query_string: `SELECT abalance FROM "${REPO}".pgbench_accounts WHERE aid = 4242` });
+
+/** repobase's query endpoint at `service.httpUrl`, in `env`'s world. */
+function repobaseTarget(env: BenchEnv, name: string, service: { httpUrl: string; pid: number }): Target {
+  return { name, url: `${service.httpUrl}/api/v1beta/query/`, headers: { authorization: `Bearer ${env.repobase.key}` }, body: REPOBASE_BODY, pid: service.pid, postgresPid: env.postgresPid };
 }
 
-/** The targets in interleaved rounds; medians and spreads per target. */
-export async function measure(env: Pick<BenchEnv, 'postgresPid'>, targets: Target[], opts: RestOptions, log: (s: string) => void, label = ''): Promise<RestResult['targets']> {
+/**
+ * The targets in interleaved rounds, in reverse order every other round (A B C, C B A…: a drift
+ * of the machine's load falls on every target alike); medians and spreads per target.
+ */
+export async function measure(targets: Target[], opts: RestOptions, log: (s: string) => void, label = ''): Promise<RestResult['targets']> {
   const samples = new Map(targets.map((t) => [t.name, { runs: [] as Load[], errors: 0 }]));
   // A route started just before (the bare one) runs its first seconds unoptimized: warm every target first, unrecorded.
-  if (opts.warmupSeconds > 0) for (const t of targets) await load(t.url, t.headers, t.body, opts.warmupSeconds, { service: t.pid, postgres: env.postgresPid });
+  if (opts.warmupSeconds > 0) for (const t of targets) await load(t.url, t.headers, t.body, opts.warmupSeconds, { service: t.pid, postgres: t.postgresPid });
   for (let round = 0; round < opts.rounds; round++) {
-    for (const t of targets) {
-      const r = await load(t.url, t.headers, t.body, opts.seconds, { service: t.pid, postgres: env.postgresPid });
+    for (const t of round % 2 ? [...targets].reverse() : targets) {
+      const r = await load(t.url, t.headers, t.body, opts.seconds, { service: t.pid, postgres: t.postgresPid });
       const s = samples.get(t.name)!;
       s.runs.push(r);
       s.errors += r.errors;
@@ -120,18 +134,21 @@ export async function measure(env: Pick<BenchEnv, 'postgresPid'>, targets: Targe
   );
 }
 
-export async function runRest(env: BenchEnv, opts: RestOptions, log: (s: string) => void): Promise<RestResult> {
+/** The REST scenario; with `ref`, that build's repobase (as shipped and as one process) too. */
+export async function runRest(env: BenchEnv, opts: RestOptions, log: (s: string) => void, ref?: RefEnv): Promise<RestResult> {
   const bares: Awaited<ReturnType<typeof startBare>>[] = [];
   try {
     for (const processes of [env.repobase.workers, 1]) bares.push(await startBare(env, processes));
-    const bare = (name: string, b: (typeof bares)[number]): Target => ({ name, url: b.url, headers: {}, body: BARE_BODY, pid: b.pid });
+    const bare = (name: string, b: (typeof bares)[number]): Target => ({ name, url: b.url, headers: {}, body: BARE_BODY, pid: b.pid, postgresPid: env.postgresPid });
     const targets = [
       bare('bare fastify+pg', bares[0]!),
-      repobaseTarget(env, 'repobase', env.repobase.httpUrl, env.repobase.pid),
+      repobaseTarget(env, 'repobase', env.repobase),
+      ...(ref ? [repobaseTarget(ref.env, `repobase${ref.suffix}`, ref.env.repobase)] : []),
       bare('bare fastify+pg 1 process', bares[1]!),
-      repobaseTarget(env, 'repobase 1 process', env.single.httpUrl, env.single.pid),
+      repobaseTarget(env, 'repobase 1 process', env.single),
+      ...(ref ? [repobaseTarget(ref.env, `repobase 1 process${ref.suffix}`, ref.env.single)] : []),
     ];
-    return { targets: await measure(env, targets, opts, log) };
+    return { targets: await measure(targets, opts, log) };
   } finally {
     for (const b of bares) await b.stop();
   }
@@ -149,23 +166,27 @@ export interface RestOwnCoresResult extends RestResult {
  * the others: what each route costs when it does not share the database's CPU. A reason string
  * when it cannot run.
  */
-export async function runRestOwnCores(env: BenchEnv, opts: RestOptions, log: (s: string) => void): Promise<RestOwnCoresResult | string> {
+export async function runRestOwnCores(env: BenchEnv, opts: RestOptions, log: (s: string) => void, ref?: RefEnv): Promise<RestOwnCoresResult | string> {
   const split = await cpuSplit();
   if (typeof split === 'string') return split;
   const { all, loadCpus, proxyCpus } = split;
   const { service: repobase, processes } = repobaseOn(env, proxyCpus.length);
+  const theirs = ref ? repobaseOn(ref.env, proxyCpus.length).service : undefined;
   const bare = await startBare(env, processes);
+  const postgres = [env.postgresPid, ...(ref ? [ref.env.postgresPid] : [])];
+  const services = [repobase.pid, ...(theirs ? [theirs.pid] : [])];
   try {
-    await pinTree(env.postgresPid, loadCpus);
+    for (const pid of postgres) await pinTree(pid, loadCpus);
     await pinProcess(process.pid, loadCpus); // autocannon; not the tree: the services are this process's children
-    for (const pid of [bare.pid, repobase.pid]) await pinTree(pid, proxyCpus);
+    for (const pid of [bare.pid, ...services]) await pinTree(pid, proxyCpus);
     const targets: Target[] = [
-      { name: 'bare fastify+pg', url: bare.url, headers: {}, body: BARE_BODY, pid: bare.pid },
-      repobaseTarget(env, 'repobase', repobase.httpUrl, repobase.pid),
+      { name: 'bare fastify+pg', url: bare.url, headers: {}, body: BARE_BODY, pid: bare.pid, postgresPid: env.postgresPid },
+      repobaseTarget(env, 'repobase', repobase),
+      ...(ref && theirs ? [repobaseTarget(ref.env, `repobase${ref.suffix}`, theirs)] : []),
     ];
-    return { loadCpus, proxyCpus, processes, targets: await measure(env, targets, opts, log, ' (routes on cores of their own)') };
+    return { loadCpus, proxyCpus, processes, targets: await measure(targets, opts, log, ' (routes on cores of their own)') };
   } finally {
-    for (const pid of [env.postgresPid, repobase.pid]) await pinTree(pid, all);
+    for (const pid of [...postgres, ...services]) await pinTree(pid, all);
     await pinProcess(process.pid, all);
     await bare.stop();
   }

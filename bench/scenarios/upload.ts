@@ -44,7 +44,7 @@ async function upload(env: BenchEnv, file: string, table: string): Promise<Job> 
 
 export async function runUpload(env: BenchEnv, opts: { megabytes: number; rounds: number }, log: (s: string) => void): Promise<UploadResult> {
   const file = join(env.dir, 'upload.csv');
-  const size = await generateCsv(file, opts.megabytes);
+  const { bytes: size } = await generateCsv(file, opts.megabytes);
   const mb = size / 1e6;
   const ours: number[] = [];
   const theirs: number[] = [];

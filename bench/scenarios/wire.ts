@@ -6,7 +6,7 @@
  * Postgres), and with the proxies on cores of their own (`taskset`), as when the proxy runs on
  * other machines than the database — the deployment beyond one machine.
  */
-import { conninfo, repobaseOn, type BenchEnv, type Conn } from '../env.js';
+import { conninfo, repobaseOn, type BenchEnv, type Conn, type RefEnv } from '../env.js';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
 import { cpuSplit, freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
@@ -76,46 +76,66 @@ export async function initPgbench(env: BenchEnv, scale: number): Promise<void> {
 /** Name of the reference target: a bare Node relay (bench/bare-relay.ts), the ceiling of any proxy in Node. */
 export const BARE_RELAY = 'bare Node relay';
 
-export async function runWire(env: BenchEnv, opts: WireOptions, log: (s: string) => void): Promise<WireResult[]> {
+/** The wire scenarios through every target; with `ref`, that build's repobase (as shipped and as one process) too. */
+export async function runWire(env: BenchEnv, opts: WireOptions, log: (s: string) => void, ref?: RefEnv): Promise<WireResult[]> {
   const relayPort = await freePort();
   const relay = start('bare-relay', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-relay.js'), String(relayPort), String(env.direct.port)], process.env);
   try {
     await waitFor('bare relay', async () => (await run('psql', [conninfo({ ...env.direct, port: relayPort }), '-Atc', 'SELECT 1'])).stdout.trim() === '1');
-    return await runAll(env, opts, log, { ...env.direct, port: relayPort });
+    return await runAll(env, opts, log, { ...env.direct, port: relayPort }, ref);
   } finally {
     await relay.stop();
   }
 }
 
-function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bareRelay: Conn): Promise<WireResult[]> {
-  const targets: [string, Conn][] = [
-    ['direct', env.direct],
+function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bareRelay: Conn, ref: RefEnv | undefined): Promise<WireResult[]> {
+  const targets: WireTarget[] = [
+    target('direct', env.direct, env),
     ...bouncer(env),
-    ['repobase', env.repobase],
-    ['repobase 1 process', env.single],
-    [BARE_RELAY, bareRelay],
+    target('repobase', env.repobase, env),
+    ...(ref ? [target(`repobase${ref.suffix}`, ref.env.repobase, ref.env)] : []),
+    target('repobase 1 process', env.single, env),
+    ...(ref ? [target(`repobase 1 process${ref.suffix}`, ref.env.single, ref.env)] : []),
+    target(BARE_RELAY, bareRelay, env),
   ];
   // TLS: the bare relay would only pass the direct connection's TLS through.
-  return interleave(env.direct, WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter(([n]) => n !== 'direct' && n !== BARE_RELAY) : targets), opts, log);
+  return interleave(WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter((t) => t.name !== 'direct' && t.name !== BARE_RELAY) : targets), opts, log);
 }
 
-function bouncer(env: BenchEnv): [string, Conn][] {
-  return 'unavailable' in env.pgbouncer ? [] : [['pgbouncer', env.pgbouncer]];
+/** A target of `env`'s world: writing scenarios reset the tables of that world's Postgres. */
+function target(name: string, conn: Conn, env: Pick<BenchEnv, 'direct'>): WireTarget {
+  return { name, conn, direct: env.direct };
 }
 
-/** Each scenario through its targets in interleaved rounds; writing scenarios reset their tables on `direct` before every run. */
-export async function interleave(direct: Conn, scenarios: WireScenario[], targetsOf: (s: WireScenario) => [string, Conn][], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
+function bouncer(env: BenchEnv): WireTarget[] {
+  return 'unavailable' in env.pgbouncer ? [] : [target('pgbouncer', env.pgbouncer, env)];
+}
+
+/** One target of a wire scenario. */
+export interface WireTarget {
+  name: string;
+  conn: Conn;
+  /** The direct connection to the Postgres it reaches, where its tables are reset before a writing run. */
+  direct: Conn;
+}
+
+/**
+ * Each scenario through its targets in interleaved rounds, in reverse order every other round
+ * (A B C, C B A, A B C…) so that a drift of the machine's load over the run falls on every target
+ * alike; writing scenarios reset their tables before every run.
+ */
+export async function interleave(scenarios: WireScenario[], targetsOf: (s: WireScenario) => WireTarget[], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
   const results: WireResult[] = [];
   for (const scenario of scenarios) {
     const use = targetsOf(scenario);
-    const samples = new Map(use.map(([n]) => [n, { tps: [] as number[], lat: [] as number[] }]));
+    const samples = new Map(use.map((t) => [t.name, { tps: [] as number[], lat: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
-      for (const [name, conn] of use) {
-        if (scenario.writes) await resetTables(direct);
-        const r = await pgbench(conn, scenario, opts, cpus);
-        samples.get(name)!.tps.push(r.tps);
-        samples.get(name)!.lat.push(r.latency);
-        log(`${scenario.name}${cpus ? ' (proxies on cores of their own)' : ''} round ${round + 1} ${name}: ${r.tps.toFixed(0)} tps`);
+      for (const t of round % 2 ? [...use].reverse() : use) {
+        if (scenario.writes) await resetTables(t.direct);
+        const r = await pgbench(t.conn, scenario, opts, cpus);
+        samples.get(t.name)!.tps.push(r.tps);
+        samples.get(t.name)!.lat.push(r.latency);
+        log(`${scenario.name}${cpus ? ' (proxies on cores of their own)' : ''} round ${round + 1} ${t.name}: ${r.tps.toFixed(0)} tps`);
       }
     }
     results.push({
@@ -141,18 +161,19 @@ export interface OwnCoresResult {
  * would (repobase as `repobaseOn` picks it). `scenarios` limits the run to the first
  * few (a smoke run). A reason string when it cannot run.
  */
-export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scenarios?: number }, log: (s: string) => void): Promise<OwnCoresResult | string> {
+export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scenarios?: number }, log: (s: string) => void, ref?: RefEnv): Promise<OwnCoresResult | string> {
   const split = await cpuSplit();
   if (typeof split === 'string') return split;
   const { all, loadCpus, proxyCpus } = split;
   const { service: repobase, processes } = repobaseOn(env, proxyCpus.length);
-  const proxies = [repobase.pid, ...('unavailable' in env.pgbouncer ? [] : [env.pgbouncer.pid])];
+  const theirs = ref ? repobaseOn(ref.env, proxyCpus.length).service : undefined;
+  const proxies = [repobase.pid, ...(theirs ? [theirs.pid] : []), ...('unavailable' in env.pgbouncer ? [] : [env.pgbouncer.pid])];
+  const postgres = [env.postgresPid, ...(ref ? [ref.env.postgresPid] : [])];
   try {
-    await pinTree(env.postgresPid, loadCpus);
+    for (const pid of postgres) await pinTree(pid, loadCpus);
     for (const pid of proxies) await pinTree(pid, proxyCpus);
-    const targets: [string, Conn][] = [['direct', env.direct], ...bouncer(env), ['repobase', repobase]];
+    const targets = [target('direct', env.direct, env), ...bouncer(env), target('repobase', repobase, env), ...(ref && theirs ? [target(`repobase${ref.suffix}`, theirs, ref.env)] : [])];
     const results = await interleave(
-      env.direct,
       WIRE_SCENARIOS.filter((s) => !s.tls).slice(0, opts.scenarios),
       () => targets,
       opts,
@@ -161,6 +182,6 @@ export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scena
     );
     return { loadCpus, proxyCpus, repobaseProcesses: processes, results };
   } finally {
-    for (const pid of [env.postgresPid, ...proxies]) await pinTree(pid, all);
+    for (const pid of [...postgres, ...proxies]) await pinTree(pid, all);
   }
 }

@@ -25,10 +25,10 @@ import {
   type StoredKey,
 } from './keys.js';
 import { migrate, schemaEventsInstalled } from './migrations.js';
-import { repoPlacer } from './placement.js';
+import { createPlaced, repoPlacer } from './placement.js';
 import { hasCitus } from '../upstream/citus.js';
 import { isJoinRefusal, Placements } from '../upstream/citus-joins.js';
-import { parseRepoRef, type RepoRef } from './names.js';
+import { parseRepoRef, schemaName, type RepoRef } from './names.js';
 import {
   deleteRepo,
   getRepo,
@@ -96,6 +96,8 @@ export class ControlPlane {
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
   /** Set on a Citus coordinator: where each repo is stored. */
   private placements: Placements | undefined;
+  /** On a Citus coordinator, repos are created on their owner's node (see placement.ts). */
+  private citus = false;
   private placer: ((change: SchemaChange) => void) | undefined;
   private stopPlacements: (() => void) | undefined;
   /** Where front ends report audited actions (buffered; see audit.ts). */
@@ -167,6 +169,7 @@ export class ControlPlane {
     const reset = await inTransaction(this.cluster.admin, (db) => syncRolePasswords(db, this.cluster.secret, secretFingerprint(this.cluster.secret)));
     if (reset) this.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
     if (await hasCitus(this.cluster.admin)) {
+      this.citus = true;
       const placements = (this.placements ??= new Placements(this.cluster.admin, this.log));
       await placements.refresh();
       this.stopPlacements ??= placements.keepFresh(PLACEMENTS_REFRESH_MS);
@@ -375,7 +378,8 @@ export class ControlPlane {
 
   async createRepo(ref: RepoRef | string, opts: { isPrivate?: boolean; description?: string } = {}): Promise<RepoInfo> {
     const r = typeof ref === 'string' ? parseRepoRef(ref) : ref;
-    const info = await inTransaction(this.db, (db) => insertRepo(db, r, { isPrivate: opts.isPrivate ?? true, description: opts.description ?? '' }));
+    const insert = (db: pg.PoolClient) => insertRepo(db, r, { isPrivate: opts.isPrivate ?? true, description: opts.description ?? '' });
+    const info = await inTransaction(this.db, (db) => (this.citus ? createPlaced(db, this.log, r.owner, schemaName(r), () => insert(db)) : insert(db)));
     this.rightsCache.clear();
     return info;
   }

@@ -6,7 +6,8 @@ import type pg from 'pg';
 import { escapeIdentifier } from 'pg';
 import { loadModule, parseSync } from 'libpg-query';
 import { hasCitus, prepareCitus } from '../upstream/citus.js';
-import { catalogViewsSql } from '../policy/catalog-views.js';
+import { catalogTableoidSql, catalogViewsSql } from '../policy/catalog-views.js';
+import { catalogWrappersSql } from '../policy/catalog-wrappers.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -241,6 +242,19 @@ const migrations: Migration[] = [
     // Views over pg_catalog and information_schema showing only the reading role's world; the
     // policy redirects catalog references to them (src/policy/catalog-views.ts, catalog-rewrite.ts).
     sql: () => catalogViewsSql(),
+  },
+  {
+    version: 7,
+    name: 'catalog functions and reg* casts show only the caller\'s world',
+    // Stand-ins for the functions that take an object's oid or name, and for reg* casts; the
+    // policy redirects calls to them (src/policy/catalog-functions.ts, catalog-wrappers.ts).
+    sql: () => catalogWrappersSql(),
+  },
+  {
+    version: 8,
+    name: 'filtered catalog views over tables show tableoid',
+    // pg_dump identifies catalog rows by (tableoid, oid).
+    sql: () => catalogTableoidSql(),
   },
 ];
 

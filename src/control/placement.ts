@@ -1,19 +1,38 @@
 /**
  * On Citus: keeps each user's repos on one node, so that joins among them run (see
- * upstream/citus.ts). Citus places a repo when its first table is created; the placer hears that
- * through the schema-change events and moves the repo to its owner's node while it is small.
- * Needs the live schema events (a superuser admin role); without them repos stay where Citus
- * put them and the operator moves them with `repobase repo move`.
+ * upstream/citus-placement.ts). A new repo is placed when it is created (`createPlaced`); where
+ * that did not hold, the placer hears of the repo's first table through the schema-change events
+ * and moves the repo to its owner's node while it is small. Moves need the live schema events (a
+ * superuser admin role); without them the operator moves repos with `repobase repo move`.
  */
 import type pg from 'pg';
 import type { Logger } from '../shared/logger.js';
-import { nodeName, placeRepo } from '../upstream/citus.js';
+import { nodeName } from '../upstream/citus.js';
+import { aimNewRepo, placeRepo, plannedNode } from '../upstream/citus-placement.js';
+import type { Queryable } from './db.js';
 import type { SchemaChange } from './events.js';
 
 /** The commands that give a repo a new table, and so maybe its first placement. */
 const CREATES_TABLE = new Set(['CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO']);
 
-/** The handler of schema changes that places repos as their tables are created. */
+/**
+ * Runs `create`, which makes repo `schema` of `owner` in the transaction of `db`, so that Citus
+ * places the repo on its owner's node; logs when another creator got in between and the repo
+ * will be moved after its first table instead.
+ */
+export async function createPlaced<T>(db: Queryable, log: Logger, owner: string, schema: string, create: () => Promise<T>): Promise<T> {
+  const home = await aimNewRepo(db, owner);
+  const made = await create();
+  if (home !== undefined) {
+    const planned = await plannedNode(db, schema);
+    if (planned?.host !== home.host || planned.port !== home.port) {
+      log.warn({ repo: schema, home: nodeName(home), planned: planned && nodeName(planned) }, "new repo not placed on its owner's node: it is moved after its first table");
+    }
+  }
+  return made;
+}
+
+/** The handler of schema changes that moves repos placed elsewhere once they have tables. */
 export function repoPlacer(admin: pg.Pool, log: Logger, onPlaced: () => void): (change: SchemaChange) => void {
   const busy = new Set<string>();
   return (change) => {

@@ -1,11 +1,15 @@
 /**
  * The HTTP front end: fastify with the service's logger, TypeBox schemas, the one error handler,
- * security headers on every answer, the OpenAPI document (`/api/openapi.json`, docs at
- * `/api/docs`), the REST API under `/api/v1beta` and the web console at `/`.
+ * security headers on every answer (security-headers.ts), the OpenAPI document
+ * (`/api/openapi.json`, docs at `/api/docs`), the REST API under `/api/v1beta` and the web
+ * console at `/`.
+ *
+ * Every request runs the hooks registered here and in api.ts: each one is work on the REST hot
+ * path, so each is a synchronous hook where it can be (an async one costs a promise per request)
+ * and allocates nothing it does not need.
  */
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
-import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -23,7 +27,7 @@ import { CONSOLE_DIR, consolePages, registerConsole } from './console.js';
 import { installErrorHandling } from './errors.js';
 import type { QueryCancelPeers } from './running-queries.js';
 import { healthRoutes } from './routes/health.js';
-import { securityHeaders } from './security-headers.js';
+import { API_HEADERS, isApiAnswer, PAGE_HEADERS } from './security-headers.js';
 import { installHttpMetrics } from '../observe/http.js';
 import type { MetricsSource } from '../observe/metrics-server.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -68,6 +72,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const draining = deps.draining ?? (() => false);
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    reply.headers(isApiAnswer(req.url) ? API_HEADERS : PAGE_HEADERS);
     if (draining() && req.url !== '/healthz') {
       reply.header('connection', 'close');
       return done(new PgError(SqlState.CannotConnectNow, 'the service is shutting down', { hint: 'retry on another instance, or once it is back' }));
@@ -77,8 +82,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installHttpMetrics(app);
   const consoleDir = deps.consoleDir ?? CONSOLE_DIR;
   installErrorHandling(app, consolePages(consoleDir));
-  await app.register(helmet, securityHeaders);
-  await app.register(cookie);
+  // Cookies are parsed when the auth hook looks for the console's session (session-cookie.ts), not
+  // for every request: a request with a Bearer key never needs them.
+  await app.register(cookie, { hook: false });
   await app.register(swagger, {
     openapi: {
       info: {

@@ -55,10 +55,10 @@ async function bearer(req: FastifyRequest, control: ControlPlane, header: string
   const m = BEARER.exec(header);
   if (!m?.[1]) throw noKey('malformed Authorization header: expected "Bearer <API key>"');
   try {
-    req.principal = await control.authenticate(m[1]).catch((err: unknown) => failedKey(control, req, m[1]!, err));
+    req.principal = await control.authenticate(m[1]);
   } catch (err: unknown) {
     if (err instanceof PgError && err.code.startsWith('28')) authFailed.rest.value++;
-    throw err;
+    failedKey(control, req, m[1], err);
   }
 }
 

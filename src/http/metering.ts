@@ -27,16 +27,27 @@ export function failedKey(control: ControlPlane, req: FastifyRequest, key: strin
 /**
  * Counts each authenticated request's bytes: the body it sent (Content-Length) and everything
  * written back, headers included (the socket's bytes written during the request: one request at
- * a time per connection, as HTTP/1.1 clients send them).
+ * a time per connection, as HTTP/1.1 clients send them). Synchronous hooks, the starting count
+ * kept on the request itself: nothing allocated per request.
  */
 export function installUsageMetering(app: FastifyInstance, control: ControlPlane): void {
-  const written = new WeakMap<FastifyRequest, number>();
-  app.addHook('onRequest', async (req) => {
-    written.set(req, req.raw.socket?.bytesWritten ?? 0);
+  app.decorateRequest('bytesWrittenBefore', 0);
+  app.addHook('onRequest', (req, _reply, done) => {
+    req.bytesWrittenBefore = req.raw.socket?.bytesWritten ?? 0;
+    done();
   });
-  app.addHook('onResponse', async (req) => {
-    if (!req.principal) return;
-    const bytesOut = (req.raw.socket?.bytesWritten ?? 0) - (written.get(req) ?? 0);
-    control.usage.add(req.principal.user, { bytesIn: Number(req.headers['content-length'] ?? 0) || 0, bytesOut: Math.max(0, bytesOut) });
+  app.addHook('onResponse', (req, _reply, done) => {
+    if (req.principal) {
+      const bytesOut = (req.raw.socket?.bytesWritten ?? 0) - req.bytesWrittenBefore;
+      control.usage.add(req.principal.user, { bytesIn: Number(req.headers['content-length'] ?? 0) || 0, bytesOut: Math.max(0, bytesOut) });
+    }
+    done();
   });
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The socket's bytes written when the request came (see installUsageMetering). */
+    bytesWrittenBefore: number;
+  }
 }

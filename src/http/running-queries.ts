@@ -13,16 +13,18 @@ export interface QueryCancelPeers {
   listen(handler: (user: string, id: string) => boolean): void;
 }
 
+import type { CancelFlag } from '../upstream/query-run.js';
+
 export class RunningQueries {
   /** By user and id; a client may reuse an id, and a cancel then ends every query of that name. */
-  private readonly running = new Map<string, Set<AbortController>>();
+  private readonly running = new Map<string, Set<CancelFlag>>();
 
   constructor(private readonly peers?: QueryCancelPeers) {
     peers?.listen((user, id) => this.cancelHere(user, id));
   }
 
-  /** Registers `user`'s query `id`, aborted by a cancel; returns the function that unregisters it. */
-  add(user: string, id: string, query: AbortController): () => void {
+  /** Registers `user`'s query `id`, raised by a cancel; returns the function that unregisters it. */
+  add(user: string, id: string, query: CancelFlag): () => void {
     const key = keyOf(user, id);
     const set = this.running.get(key) ?? new Set();
     set.add(query);
@@ -42,7 +44,7 @@ export class RunningQueries {
   private cancelHere(user: string, id: string): boolean {
     const set = this.running.get(keyOf(user, id));
     if (!set) return false;
-    for (const query of set) query.abort(new Error('cancelled by the client'));
+    for (const query of set) query.cancel();
     return true;
   }
 }

@@ -15,8 +15,11 @@ function attributes(req: FastifyRequest, cookieSecure: boolean): CookieSerialize
   return { httpOnly: true, sameSite: 'lax', path: '/', secure: cookieSecure || req.protocol === 'https' };
 }
 
-/** The session id the request carries, if any. */
+/** The session id the request carries, if any (its cookies parsed here, once: @fastify/cookie runs with `hook: false`). */
 export function sessionCookie(req: FastifyRequest): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  req.cookies ??= req.server.parseCookie(header);
   const id = req.cookies[SESSION_COOKIE];
   return id === '' ? undefined : id;
 }

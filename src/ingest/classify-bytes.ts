@@ -7,13 +7,16 @@
  * makes the string and asks classify() itself. The unit tests run both over the fixtures and
  * over random near-miss texts and require the same answer.
  */
-import { Bit, validDate } from './classify.js';
+import { Bit, ISO_DATE_BITS, validDate } from './classify-bits.js';
+import { writtenDateBits } from './written.js';
 
 /** "Build the string and use classify()": only classify.ts's own code can tell. */
 export const SLOW = -1;
 
 const INT_BITS = Bit.Bigint | Bit.NumericInt | Bit.Double | Bit.NumericAny;
 const DECIMAL_BITS = Bit.Double | Bit.NumericAny;
+/** How a bare number is written: bare, and also grouped when it has at most three integer digits and no exponent. */
+const bareForms = (intDigits: number, expDigits: number): number => Bit.Bare | (intDigits <= 3 && expDigits === 0 ? Bit.Grouped : 0);
 
 const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 48 && c <= 57;
 
@@ -69,8 +72,8 @@ function integerBits(b: Uint8Array, s: number, digits: number, negative: boolean
 }
 
 /**
- * Numbers: INT, then DECIMAL, as classify.ts orders them. Returns undefined when the text is
- * neither (a date may still match), the bits otherwise.
+ * Numbers: INT, then DECIMAL, then GROUPED, as classify.ts orders them. Returns undefined when
+ * the text is none of them (a date may still match), the bits otherwise.
  */
 function numberBits(b: Uint8Array, s: number, e: number): number | undefined {
   const negative = b[s] === 45;
@@ -79,7 +82,8 @@ function numberBits(b: Uint8Array, s: number, e: number): number | undefined {
   while (i < e && isDigit(b[i])) i++;
   const intDigits = i - intStart;
   if (intDigits > 1 && b[intStart] === 48) return undefined; // leading zero: neither INT nor DECIMAL
-  if (i === e) return intDigits === 0 ? undefined : integerBits(b, intStart, intDigits, negative);
+  if (i === e) return intDigits === 0 ? undefined : integerBits(b, intStart, intDigits, negative) | bareForms(intDigits, 0);
+  if (b[i] === 44) return groupedBits(b, s, intStart, i, e);
   let fracDigits = 0;
   if (b[i] === 46) {
     const fracStart = ++i;
@@ -99,8 +103,32 @@ function numberBits(b: Uint8Array, s: number, e: number): number | undefined {
   if (i !== e) return undefined;
   // Without an exponent a text this short neither overflows a double nor underflows to 0; with a
   // two-digit exponent neither does a mantissa of 32 characters. Anything longer: classify().
-  if (expDigits === 0 ? e - s <= 300 : expDigits <= 2 && e - s <= 32) return DECIMAL_BITS;
+  if (expDigits === 0 ? e - s <= 300 : expDigits <= 2 && e - s <= 32) return DECIMAL_BITS | bareForms(intDigits, expDigits);
   return SLOW;
+}
+
+/**
+ * GROUPED (`-?[1-9]\d{0,2}(,\d{3})+(\.\d*)?`) from the first comma at `comma`: 0 when the text
+ * is not that (nor any other number or a date, since a date has no comma after its first digits).
+ */
+function groupedBits(b: Uint8Array, s: number, intStart: number, comma: number, e: number): number {
+  const lead = comma - intStart;
+  if (lead === 0 || lead > 3 || b[intStart] === 48) return 0;
+  let i = comma;
+  let intDigits = lead;
+  while (i < e && b[i] === 44) {
+    if (e - i < 4 || !isDigit(b[i + 1]) || !isDigit(b[i + 2]) || !isDigit(b[i + 3])) return 0;
+    i += 4;
+    intDigits += 3;
+  }
+  if (i < e && isDigit(b[i])) return 0;
+  if (i === e) return intDigits <= 15 ? INT_BITS | Bit.Grouped : SLOW;
+  if (b[i] !== 46) return 0;
+  i++;
+  while (i < e && isDigit(b[i])) i++;
+  if (i !== e) return 0;
+  // Decimals this short neither overflow nor underflow a double; others: classify().
+  return e - s <= 300 ? DECIMAL_BITS | Bit.Grouped : SLOW;
 }
 
 /** ISO_TIMESTAMP's tail after "YYYY-MM-DD": [T ]hh:mm(:ss(.f{1,9})?)?(Z|[+-]hh(:?mm)?)? */
@@ -121,7 +149,7 @@ function timestampBits(b: Uint8Array, s: number, e: number): number {
       if (i === from || i - from > 9) return 0;
     }
   }
-  let bits = Bit.Timestamp;
+  let bits: number = Bit.Timestamp;
   if (i < e) {
     const z = b[i];
     if (z === 90) i++;
@@ -142,38 +170,7 @@ function timestampBits(b: Uint8Array, s: number, e: number): number {
     bits = Bit.TimestampTz;
   }
   if (!validDate(num(b, s, s + 4), num(b, s + 5, s + 7), num(b, s + 8, s + 10))) return 0;
-  return hour > 23 || minute > 59 || second > 59 ? 0 : bits;
-}
-
-/** Digits from `i`, at most `max`: the index after them (i when none). */
-function digitsFrom(b: Uint8Array, i: number, e: number, max: number): number {
-  let j = i;
-  while (j < e && j - i < max && isDigit(b[j])) j++;
-  return j;
-}
-
-/** otherDateBits of classify.ts: YYYY/M/D, else D/M/YYYY-like layouts with one separator throughout. */
-function otherDateBits(b: Uint8Array, s: number, e: number): number {
-  if (e - s >= 8 && allDigits(b, s, s + 4) && b[s + 4] === 47) {
-    const m = digitsFrom(b, s + 5, e, 2);
-    if (m === s + 5 || b[m] !== 47) return 0;
-    const d = digitsFrom(b, m + 1, e, 2);
-    if (d === m + 1 || d !== e) return 0;
-    return validDate(num(b, s, s + 4), num(b, s + 5, m), num(b, m + 1, d)) ? Bit.DateYmdSlash : 0;
-  }
-  const a = digitsFrom(b, s, e, 2);
-  const sep = b[a];
-  if (a === s || (sep !== 47 && sep !== 46 && sep !== 45)) return 0;
-  const m = digitsFrom(b, a + 1, e, 2);
-  if (m === a + 1 || b[m] !== sep || e - m !== 5 || !allDigits(b, m + 1, e)) return 0;
-  const first = num(b, s, a);
-  const second = num(b, a + 1, m);
-  const year = num(b, m + 1, e);
-  const mdy = validDate(year, first, second);
-  const dmy = validDate(year, second, first);
-  if (sep === 47) return (mdy ? Bit.DateMdySlash : 0) | (dmy ? Bit.DateDmySlash : 0);
-  if (sep === 45) return (mdy ? Bit.DateMdyDash : 0) | (dmy ? Bit.DateDmyDash : 0);
-  return dmy ? Bit.DateDmyDot : 0;
+  return hour > 23 || minute > 59 || second > 59 ? 0 : bits | Bit.Iso | Bit.Clock24;
 }
 
 /** The types the UTF-8 text b[s..e) fits, as classify() answers for the same text; or SLOW. */
@@ -186,16 +183,16 @@ export function classifyBytes(b: Uint8Array, s: number, e: number): number {
     if (n !== undefined) return n;
     if (c === 45 || c === 46) return 0;
     if (len >= 10 && allDigits(b, s, s + 4) && b[s + 4] === 45 && allDigits(b, s + 5, s + 7) && b[s + 7] === 45 && allDigits(b, s + 8, s + 10)) {
-      if (len === 10) return validDate(num(b, s, s + 4), num(b, s + 5, s + 7), num(b, s + 8, s + 10)) ? Bit.Date | Bit.Timestamp : 0;
+      if (len === 10) return validDate(num(b, s, s + 4), num(b, s + 5, s + 7), num(b, s + 8, s + 10)) ? ISO_DATE_BITS : 0;
       return timestampBits(b, s, e);
     }
-    return otherDateBits(b, s, e);
+    return writtenDateBits(b, s, e);
   }
   if (c === 123 || c === 91) {
     const last = b[e - 1];
     return last === 125 || last === 93 ? SLOW : 0;
   }
-  if (len > 5) return 0; // a boolean word is ASCII, so at most 5 bytes
+  if (len > 5) return writtenDateBits(b, s, e); // a boolean word is ASCII, so at most 5 bytes
   const w = word(b, s, e);
   return w >= 0 && BOOLEAN_WORDS.has(w) ? Bit.Boolean : 0;
 }

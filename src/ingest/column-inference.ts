@@ -71,6 +71,12 @@ export class ColumnInference {
     });
   }
 
+  /** Whether every value of column `col` so far has one of `bits` (the first record counted unless it is the header). */
+  fits(col: number, bits: number, header: boolean): boolean {
+    const mask = header ? this.masks[col]! : this.masks[col]! & this.firstMasks[col]!;
+    return (mask & bits) !== 0;
+  }
+
   /** Whether the first record names the columns by infer.ts's rule (`header=auto`). */
   isHeader(): boolean {
     return isHeaderRow(this.first, this.types(true), Array.from(this.repeated, (r) => r === 1));

@@ -3,7 +3,8 @@
  * creates the table with the guessed column types (under a reserved name, renamed — on replace:
  * swapped in — at the end; append: the existing table) and streams the upload's own CSV bytes
  * into it with `COPY … FROM STDIN (FORMAT csv)`, so Postgres parses and converts every value
- * while Node only checks and infers. A savepoint before the table lets a wrong guess start over;
+ * while Node only checks and infers (and rewrites the few values Postgres would misread, see
+ * convert.ts), under settings of its own (LOAD_SETTINGS). A savepoint before the table lets a wrong guess start over;
  * any failure rolls back: no new table, an existing one untouched.
  */
 import { randomBytes } from 'node:crypto';
@@ -12,6 +13,7 @@ import { escapeIdentifier, escapeLiteral } from 'pg';
 import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
+import { castSql, LOAD_SETTINGS } from './convert.js';
 import { endCopy, firstOf } from './events.js';
 import type { Target } from './finish.js';
 import { RESERVED_PREFIX } from './names.js';
@@ -25,12 +27,6 @@ async function run(client: pg.ClientBase, sql: string): Promise<pg.QueryResult> 
   } catch (err: unknown) {
     throw fromDriverError(err) ?? err;
   }
-}
-
-/** SQL reading a text column as `column`'s type (a non-ISO date through its layout). */
-function castOf(name: string, column: InferredColumn): string {
-  if (column.dateLayout) return `to_date(${name}, ${escapeLiteral(column.dateLayout)})`;
-  return `${name}::${column.type}`;
 }
 
 /** The table a direct load writes, and the transaction around it. */
@@ -59,7 +55,7 @@ export class DirectTable {
     const options = `FORMAT csv, DELIMITER ${escapeLiteral(delimiter)}, NULL ${escapeLiteral(nullText)}, QUOTE '"'`;
     await run(client, 'BEGIN');
     try {
-      await run(client, 'SAVEPOINT direct_load');
+      await run(client, `${LOAD_SETTINGS}; SAVEPOINT direct_load`);
     } catch (err: unknown) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
@@ -111,7 +107,7 @@ export class DirectTable {
     const changes = columns.flatMap((c, i) => {
       if (loaded[i] !== 'text' || c.type === 'text') return [];
       const name = escapeIdentifier(this.names[i]!);
-      return [`ALTER COLUMN ${name} TYPE ${c.type} USING ${castOf(name, c)}`];
+      return [`ALTER COLUMN ${name} TYPE ${c.type} USING ${castSql(name, c.type, c.written)}`];
     });
     if (changes.length) await run(this.client, `ALTER TABLE ${this.table} ${changes.join(', ')}`);
     return changes.length;

@@ -6,13 +6,14 @@
  * is named with its line.
  */
 import type pg from 'pg';
-import { escapeIdentifier, escapeLiteral } from 'pg';
+import { escapeIdentifier } from 'pg';
 import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
+import { castSql, LOAD_SETTINGS, readableSql } from './convert.js';
 import { located } from './located.js';
 import { RESERVED_PREFIX } from './names.js';
 import { STAGING, stagingColumn } from './staging.js';
-import type { ColumnOverride, ImportMode, InferredColumn } from './types.js';
+import type { ColumnOverride, ImportMode, InferredColumn, Written } from './types.js';
 
 export interface Target {
   schema: string;
@@ -51,19 +52,12 @@ export async function existingColumns(client: pg.ClientBase, schema: string, tab
   return (res.rows as { name: string | null; type: string | null }[]).filter((r) => r.name !== null).map((r) => ({ name: r.name!, type: r.type! }));
 }
 
-/** SQL reading staging column `i` as `column`'s inferred type. */
-function castOf(i: number, column: InferredColumn): string {
-  const col = stagingColumn(i);
-  if (column.type === 'text') return col;
-  if (column.dateLayout) return `to_date(${col}, ${escapeLiteral(column.dateLayout)})`;
-  return `${col}::${column.type}`;
-}
-
 const where = (skipLine: number | undefined) => (skipLine === undefined ? '' : ` WHERE line <> ${Number(skipLine)}`);
 
 async function inTransaction<T>(client: pg.ClientBase, fn: () => Promise<T>): Promise<T> {
   await run(client, 'BEGIN');
   try {
+    await run(client, LOAD_SETTINGS);
     const result = await fn();
     await run(client, 'COMMIT');
     return result;
@@ -73,36 +67,42 @@ async function inTransaction<T>(client: pg.ClientBase, fn: () => Promise<T>): Pr
   }
 }
 
+/** A staged column cast to a type: its position, the name the error gives it, and how its values are written. */
+interface CastColumn {
+  index: number;
+  name: string;
+  type: string;
+  written?: Written | undefined;
+}
+
 /**
  * Finds the first staged value that does not read as `type` (Postgres 16+: pg_input_is_valid),
  * to name its line and column in the error; undefined when none is found or the server is older.
  */
-async function firstBadValue(
-  client: pg.ClientBase,
-  columns: { index: number; name: string; type: string }[],
-  skipLine: number | undefined,
-): Promise<{ line: number; column: string; value: string; type: string } | undefined> {
-  for (const c of columns) {
-    if (c.type === 'text') continue;
-    const col = stagingColumn(c.index);
-    try {
-      const res = await client.query<{ line: string; value: string }>(
-        `SELECT line, ${col} AS value FROM ${STAGING} WHERE ${col} IS NOT NULL AND NOT pg_input_is_valid(${col}, $1)${skipLine === undefined ? '' : ` AND line <> ${Number(skipLine)}`} ORDER BY line LIMIT 1`,
-        [c.type],
-      );
-      const row = res.rows[0];
-      if (row) return { line: Number(row.line), column: c.name, value: row.value, type: c.type };
-    } catch {
+async function firstBadValue(client: pg.ClientBase, columns: CastColumn[], skipLine: number | undefined): Promise<{ line: number; column: string; value: string; type: string } | undefined> {
+  try {
+    return await inTransaction(client, async () => {
+      for (const c of columns) {
+        if (c.type === 'text') continue;
+        const col = stagingColumn(c.index);
+        const res = await client.query<{ line: string; value: string }>(
+          `SELECT line, ${col} AS value FROM ${STAGING} WHERE ${col} IS NOT NULL AND NOT pg_input_is_valid(${readableSql(col, c.type, c.written)}, $1)${skipLine === undefined ? '' : ` AND line <> ${Number(skipLine)}`} ORDER BY line LIMIT 1`,
+          [c.type],
+        );
+        const row = res.rows[0];
+        if (row) return { line: Number(row.line), column: c.name, value: row.value, type: c.type };
+      }
       return undefined;
-    }
+    });
+  } catch {
+    return undefined;
   }
-  return undefined;
 }
 
 async function explainCastFailure(
   client: pg.ClientBase,
   err: unknown,
-  columns: { index: number; name: string; type: string }[],
+  columns: CastColumn[],
   skipLine: number | undefined,
   hint: string,
 ): Promise<unknown> {
@@ -121,7 +121,7 @@ export async function createTable(client: pg.ClientBase, target: Target, columns
   const build = target.mode === 'replace' ? `${RESERVED_PREFIX}new_${process.pid}_${Date.now().toString(36)}` : target.table;
   const table = qualified(target.schema, build);
   const defs = columns.map((c) => `${escapeIdentifier(c.name)} ${c.type}`).join(', ');
-  const select = columns.map((c, i) => castOf(i, c)).join(', ');
+  const select = columns.map((c, i) => castSql(stagingColumn(i), c.type, c.written)).join(', ');
   try {
     return await inTransaction(client, async () => {
       await run(client, `CREATE TABLE ${table} (${defs})`);
@@ -133,16 +133,17 @@ export async function createTable(client: pg.ClientBase, target: Target, columns
       return res.rowCount ?? 0;
     });
   } catch (err: unknown) {
-    const typed = columns.map((c, i) => ({ index: i, name: c.name, type: c.dateLayout ? 'text' : c.type }));
+    const typed = columns.map((c, i) => ({ index: i, name: c.name, type: c.type, written: c.written }));
     throw await explainCastFailure(client, err, typed, skipLine, 'fix the value in the file, or choose another type for the column (the columns field)');
   }
 }
 
-/** A file column on append: its position in the file, and the table column it goes to. */
+/** A file column on append: its position in the file, the table column it goes to, and how the file writes its values. */
 export interface AppendTarget {
   index: number;
   name: string;
   type: string;
+  written?: Written | undefined;
 }
 
 /**
@@ -179,7 +180,7 @@ export function appendTargets(target: Target, existing: ExistingColumn[], fileCo
 export async function appendRows(client: pg.ClientBase, target: Target, mapped: readonly AppendTarget[], skipLine: number | undefined): Promise<number> {
   const table = qualified(target.schema, target.table);
   const cols = mapped.map((m) => escapeIdentifier(m.name)).join(', ');
-  const select = mapped.map((m) => `${stagingColumn(m.index)}::${m.type}`).join(', ');
+  const select = mapped.map((m) => castSql(stagingColumn(m.index), m.type, m.written)).join(', ');
   try {
     return await inTransaction(client, async () => {
       const res = await run(client, `INSERT INTO ${table} (${cols}) SELECT ${select} FROM ${STAGING}${where(skipLine)}`);

@@ -17,7 +17,8 @@ export * from './types.js';
 export { assertTableName, tableNameFromFile, TABLE_NAME_RULE } from './names.js';
 export { lineOf } from './located.js';
 export { PREVIEW_ROWS } from './read.js';
-export { OVERRIDE_TYPES } from './overrides.js';
+export { OVERRIDE_TYPES, WRITTEN_LAYOUTS } from './overrides.js';
+export { exampleOfColumn } from './written.js';
 export { invalidCounts } from './sample-check.js';
 
 /** A preview: the inferred columns, the first rows, and the number of data rows. */
@@ -87,7 +88,8 @@ async function importRows(client: pg.ClientBase, upload: OpenedUpload, opts: Par
       if (!existing) throw new PgError(SqlState.UndefinedTable, `table "${target.table}" does not exist in repo "${target.schema}"`);
       const byName = reading.header || renames(opts.columns);
       const mapped = appendTargets(target, existing, reading.columns.map((c) => c.name), byName, opts.columns);
-      rows = await appendRows(client, target, mapped, reading.skipLine);
+      const written = mapped.map((m) => ({ ...m, written: reading.columns[m.index]!.written }));
+      rows = await appendRows(client, target, written, reading.skipLine);
     } else {
       rows = await createTable(client, target, reading.columns, reading.skipLine);
     }
@@ -103,6 +105,6 @@ async function importRows(client: pg.ClientBase, upload: OpenedUpload, opts: Par
 
 /** Reads a whole upload without touching any database: inferred columns and the first rows. */
 export async function previewUpload(source: AsyncIterable<Buffer>, opts: ParseOptions, progress: Progress = { bytes: 0, rows: 0 }): Promise<Preview> {
-  const reading = await readUpload(source, opts, async () => nullSink, progress);
+  const reading = await readUpload(source, opts, async () => nullSink, progress, true);
   return { format: reading.format, delimiter: reading.delimiter, header: reading.header, columns: reading.columns, rows: reading.rows, sample: reading.sample };
 }

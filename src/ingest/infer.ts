@@ -2,40 +2,56 @@
  * Column type inference over every value of an upload, in constant memory: one mask per column
  * (classify.ts), narrowed by each non-NULL value. At the end each column takes the most specific
  * type all its values fit, in this order: BOOLEAN, BIGINT, NUMERIC (integers beyond int8),
- * DOUBLE PRECISION, NUMERIC (huge integers mixed with decimals), DATE (ISO, else one unambiguous
- * layout), TIMESTAMP, TIMESTAMP WITH TIME ZONE, JSONB, else TEXT. A column without any value is TEXT.
+ * DOUBLE PRECISION, NUMERIC (huge integers mixed with decimals) — numbers all bare, or all with
+ * their thousands grouped —, DATE, TIMESTAMP, TIMESTAMP WITH TIME ZONE — all in one layout —,
+ * JSONB, else TEXT. A column without any value is TEXT.
  */
-import { ALL, Bit, DATE_LAYOUTS, classify } from './classify.js';
-import type { ColumnType } from './types.js';
+import { ALL, Bit, LAYOUTS, NUMBER_FORMS } from './classify-bits.js';
+import { classify } from './classify.js';
+import type { ColumnType, Written } from './types.js';
+import { DATE_LAYOUTS, GROUPED, type DateLayout } from './written.js';
 
-/** The type chosen for a mask, with the `to_date` layout of a non-ISO date column. */
+/** The type chosen for a mask, with how its values are written (or, for TEXT, why dates were not dates). */
 export interface ChosenType {
   type: ColumnType;
-  dateLayout?: string | undefined;
+  written?: Written | undefined;
+  ambiguous?: DateLayout[] | undefined;
 }
 
-const ORDER: readonly [number, ColumnType][] = [
-  [Bit.Boolean, 'boolean'],
+const NUMBERS: readonly [number, ColumnType][] = [
   [Bit.Bigint, 'bigint'],
   [Bit.NumericInt, 'numeric'],
   [Bit.Double, 'double precision'],
   [Bit.NumericAny, 'numeric'],
-  [Bit.Date, 'date'],
 ];
-const LATER: readonly [number, ColumnType][] = [
+const DATE_KINDS: readonly [number, ColumnType][] = [
+  [Bit.Date, 'date'],
   [Bit.Timestamp, 'timestamp without time zone'],
   [Bit.TimestampTz, 'timestamp with time zone'],
-  [Bit.Json, 'jsonb'],
 ];
+const DATE_LAYOUT_BITS = Object.entries(DATE_LAYOUTS) as [DateLayout, number][];
+
+/** The date kind of a mask, in the one layout left (ambiguous when two are). */
+function dateType(mask: number, type: ColumnType): ChosenType {
+  const clocks = mask & (Bit.Clock24 | Bit.Clock12);
+  if ((mask & LAYOUTS) === 0 || clocks === 0) return { type: 'text' };
+  if (mask & Bit.Iso) return { type };
+  const layouts = DATE_LAYOUT_BITS.filter(([, bit]) => mask & bit).map(([layout]) => layout);
+  // Two layouts left: every value reads both month first and day first (03/04/2024).
+  if (layouts.length > 1) return { type: 'text', ambiguous: layouts };
+  const clock12 = type !== 'date' && clocks === Bit.Clock12;
+  return { type, written: clock12 ? { layout: layouts[0]!, clock12 } : { layout: layouts[0]! } };
+}
 
 /** The type of a column whose values all fit `mask` (`seen` = it had a non-NULL value). */
 export function chooseType(mask: number, seen: boolean): ChosenType {
   if (!seen) return { type: 'text' };
-  for (const [bit, type] of ORDER) if (mask & bit) return { type };
-  const layouts = DATE_LAYOUTS.filter((l) => mask & l.bit);
-  // Two layouts left (every value reads as both 03/04/2024 ways): ambiguous, so not a date.
-  if (layouts.length === 1) return { type: 'date', dateLayout: layouts[0]!.pattern };
-  for (const [bit, type] of LATER) if (mask & bit) return { type };
+  if (mask & Bit.Boolean) return { type: 'boolean' };
+  if (mask & NUMBER_FORMS) {
+    for (const [bit, type] of NUMBERS) if (mask & bit) return mask & Bit.Bare ? { type } : { type, written: { layout: GROUPED } };
+  }
+  for (const [bit, type] of DATE_KINDS) if (mask & bit) return dateType(mask, type);
+  if (mask & Bit.Json) return { type: 'jsonb' };
   return { type: 'text' };
 }
 

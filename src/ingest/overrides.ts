@@ -5,9 +5,15 @@
  * columns, the names of the columns not renamed — is checked once those are known (resolveColumns).
  */
 import { PgError, SqlState } from '../shared/errors.js';
+import { writtenAs } from './convert.js';
 import { COLUMN_NAME_RULE, isColumnName } from './names.js';
 import { MAX_COLUMNS } from './staging.js';
 import type { ColumnOverride, InferredColumn, SqlType } from './types.js';
+import { GROUPED, LAYOUT_BITS, type Layout } from './written.js';
+
+/** The layouts a `written` entry may name, as the API spells them. */
+export const WRITTEN_LAYOUTS = Object.keys(LAYOUT_BITS) as Layout[];
+const LAYOUT_BY_NAME = new Map(WRITTEN_LAYOUTS.map((l) => [l.toUpperCase(), l]));
 
 /** The types an override may choose, as the API spells them (the hint of every refusal). */
 export const OVERRIDE_TYPES = [
@@ -72,18 +78,31 @@ function overrideOf(entry: unknown, i: number): ColumnOverride {
   if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) throw invalid(`columns[${i}] is not an object`, SHAPE);
   const fields = entry as Record<string, unknown>;
   for (const key of Object.keys(fields)) {
-    if (key !== 'name' && key !== 'type') throw invalid(`columns[${i}] has an unknown key "${key}"`, 'an entry may have "name" and "type", both optional');
+    if (key !== 'name' && key !== 'type' && key !== 'written') throw invalid(`columns[${i}] has an unknown key "${key}"`, 'an entry may have "name", "type" and "written", all optional');
   }
   // null is "keep", like a missing key: a form that clears a box may send either.
   const name = fields.name ?? undefined;
   const type = fields.type ?? undefined;
+  const written = fields.written ?? undefined;
   if (name !== undefined && typeof name !== 'string') throw invalid(`columns[${i}].name is not a string`, SHAPE);
   if (type !== undefined && typeof type !== 'string') throw invalid(`columns[${i}].type is not a string`, SHAPE);
+  if (written !== undefined && typeof written !== 'string') throw invalid(`columns[${i}].written is not a string`, SHAPE);
   const sqlType = type === undefined ? undefined : sqlTypeOf(type);
   if (type !== undefined && sqlType === undefined) {
     throw invalid(`unknown type "${type}" for ${columnLabel(i, name)}`, `the types a column may be given: ${OVERRIDE_TYPES.join(', ')}`);
   }
-  return { name, type: sqlType };
+  const layout = written === undefined ? undefined : LAYOUT_BY_NAME.get(written.trim().replace(/\s+/g, ' ').toUpperCase());
+  if (written !== undefined && layout === undefined) {
+    throw invalid(`unknown layout "${written}" for ${columnLabel(i, name)}`, `the layouts values may be written in: ${WRITTEN_LAYOUTS.join(', ')}`);
+  }
+  if (layout !== undefined && sqlType !== undefined) assertReads(sqlType, layout, i, name);
+  return { name, type: sqlType, written: layout };
+}
+
+/** Throws unless a column of `type` can read values written in `layout` (a date layout: a date or timestamp type; GROUPED: a number type). */
+function assertReads(type: SqlType, layout: Layout, i: number, name: string | undefined): void {
+  if (writtenAs(type, { layout }) !== undefined) return;
+  throw invalid(`${columnLabel(i, name)} is ${type.toUpperCase()}: its values cannot be read as written ${layout}`, `values written ${layout} need a ${layout === GROUPED ? 'number type (BIGINT, INTEGER, NUMERIC, DOUBLE PRECISION)' : 'DATE, TIMESTAMP or TIMESTAMP WITH TIME ZONE'}`);
 }
 
 /** Names given to more than one column, each once, in order of their second use. */
@@ -129,8 +148,12 @@ export function assertWidth(overrides: readonly ColumnOverride[] | undefined, na
 
 /**
  * The file's columns (`inferred`, named by the header or `column_<n>`) with the overrides
- * applied. A DATE override keeps the non-ISO layout inference found for the column, if any
- * (every value fits it); otherwise values are read as Postgres reads dates.
+ * applied. A type of the same family keeps how inference found the values written (a numeric
+ * type, thousands separators; a date or timestamp type, the date layout): every value fits it.
+ * A layout chosen (`written`) replaces it: the loaders check that every value fits it
+ * (LayoutCheck), and read the values by it when the column's type — the one chosen, else the
+ * inferred one, on append the table's — is of its family (a type chosen with it must be).
+ * Otherwise values are read as Postgres reads them (dates month first).
  */
 export function resolveColumns(inferred: readonly InferredColumn[], overrides: readonly ColumnOverride[] | undefined): InferredColumn[] {
   if (overrides === undefined) return [...inferred];
@@ -138,7 +161,8 @@ export function resolveColumns(inferred: readonly InferredColumn[], overrides: r
   const columns = inferred.map((c, i) => {
     const o = overrides[i]!;
     const type = o.type ?? c.type;
-    return { name: o.name ?? c.name, type, dateLayout: type === 'date' ? c.dateLayout : undefined };
+    if (o.written === undefined) return { name: o.name ?? c.name, type, written: writtenAs(type, c.written), ambiguous: type === 'text' ? c.ambiguous : undefined };
+    return { name: o.name ?? c.name, type, written: o.written === c.written?.layout ? c.written : { layout: o.written } };
   });
   const twice = repeated(columns.map((c) => c.name));
   if (twice.length) {

@@ -9,6 +9,7 @@ import { csvReader } from './csv.js';
 import { decodeText, effectiveEncoding, peek } from './decode.js';
 import { Inference, isHeaderRow } from './infer.js';
 import { jsonReader } from './json.js';
+import { LayoutCheck } from './layout-check.js';
 import { raggedRow } from './located.js';
 import { columnNames } from './names.js';
 import { resolveColumns } from './overrides.js';
@@ -74,20 +75,24 @@ export async function* counted(source: AsyncIterable<Buffer>, progress: Progress
   }
 }
 
-/** Reads the whole upload into `sink`; `progress` counts bytes read and rows staged. */
-export async function readUpload(source: AsyncIterable<Buffer>, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress): Promise<Reading> {
+/** Reads the whole upload into `sink` (a preview: no sink, and values that do not fit a chosen layout are counted, not refused). */
+export async function readUpload(source: AsyncIterable<Buffer>, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress, preview = false): Promise<Reading> {
   const upload = await openUpload(counted(source, progress), opts);
-  return readRows(upload, opts, sink, progress);
+  return readRows(upload, opts, sink, progress, preview);
 }
 
-/** Reads the rows of an opened upload into `sink`; `progress` counts the rows staged. */
-export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress): Promise<Reading> {
+/**
+ * Reads the rows of an opened upload into `sink`; `progress` counts the rows staged. Unless for
+ * a preview, a value that does not fit the layout chosen for its column fails the upload.
+ */
+export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (width: number) => Promise<RowSink>, progress: Progress, preview = false): Promise<Reading> {
   const { format, delimiter } = upload;
   const reader = readerOf(upload, opts);
   const strict = format === 'csv' || format === 'tsv';
   const keyed = () => reader.names !== undefined && reader.names.length > 0;
   const inference = new Inference();
   const firstInference = new Inference();
+  const layouts = new LayoutCheck(preview ? undefined : opts.columns);
   let out: RowSink | undefined;
   let width = 0;
   let names: string[] | undefined;
@@ -127,6 +132,7 @@ export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (
         }
       }
       inference.add(row.values);
+      layouts.row(row.line, row.values);
       if (candidate) {
         const first = candidate.values;
         for (let i = 0; i < first.length; i++) if (row.values[i] === first[i]) repeated[i] = true;
@@ -156,6 +162,7 @@ export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (
       sample.shift();
     } else {
       inference.merge(firstInference);
+      layouts.row(candidate.line, candidate.values);
       staged++;
     }
   }
@@ -165,5 +172,6 @@ export async function readRows(upload: OpenedUpload, opts: ParseOptions, sink: (
   progress.rows = staged;
   const inferred = inference.types().map((t, i) => ({ name: names![i]!, ...t }));
   const columns = resolveColumns(inferred, opts.columns);
+  layouts.assert(columns.map((c) => c.name));
   return { format, delimiter, header, columns, rows: staged, skipLine, sample: sample.slice(0, PREVIEW_ROWS) };
 }

@@ -6,6 +6,9 @@
  */
 import type pg from 'pg';
 import { fromDriverError } from '../upstream/pg-error.js';
+import { classify } from './classify.js';
+import { LOAD_SETTINGS, readable } from './convert.js';
+import { LAYOUT_BITS } from './written.js';
 import type { InferredColumn } from './types.js';
 
 const COUNT_SQL = `
@@ -16,26 +19,33 @@ SELECT s.i, count(*)::int AS invalid
 
 /**
  * For each of `columns`, the number of non-NULL values of `sample` (rows of text, in column
- * order) that do not read as the column's type. TEXT takes everything; a non-ISO DATE column
- * was given its layout because every value of the file fits it.
+ * order) that do not read as the column's type, each value rewritten as the load would give it
+ * to Postgres (convert.ts), under the load's settings; or that are not written in the column's
+ * layout (one chosen by the caller: the load refuses them). TEXT takes everything else.
  */
 export async function invalidCounts(client: pg.ClientBase, sample: readonly (readonly (string | null)[])[], columns: readonly InferredColumn[]): Promise<number[]> {
   const values: string[] = [];
   const index: number[] = [];
+  const counts = columns.map(() => 0);
   for (const row of sample) {
     columns.forEach((c, i) => {
       const v = row[i];
-      if (v === null || v === undefined || c.type === 'text' || c.dateLayout !== undefined) return;
-      values.push(v);
-      index.push(i + 1); // SQL arrays are 1-based
+      if (v === null || v === undefined) return;
+      if (c.written && (classify(v) & LAYOUT_BITS[c.written.layout]) === 0) counts[i]!++;
+      else if (c.type !== 'text') {
+        values.push(readable(v, c.type, c.written));
+        index.push(i + 1); // SQL arrays are 1-based
+      }
     });
   }
-  const counts = columns.map(() => 0);
   if (values.length === 0) return counts;
   try {
+    await client.query(`BEGIN; ${LOAD_SETTINGS}`);
     const res = await client.query<{ i: number; invalid: number }>(COUNT_SQL, [values, index, columns.map((c) => c.type)]);
-    for (const r of res.rows) counts[r.i - 1] = r.invalid;
+    await client.query('COMMIT');
+    for (const r of res.rows) counts[r.i - 1]! += r.invalid;
   } catch (err: unknown) {
+    await client.query('ROLLBACK').catch(() => undefined);
     throw fromDriverError(err) ?? err;
   }
   return counts;

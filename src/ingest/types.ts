@@ -3,6 +3,8 @@
  * column types an upload can be given.
  */
 
+import type { DateLayout, Layout } from './written.js';
+
 /** File formats an upload may be in. */
 export const FORMATS = ['csv', 'tsv', 'json', 'ndjson', 'xlsx'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -24,10 +26,12 @@ export type ColumnType = 'boolean' | 'bigint' | 'numeric' | 'double precision' |
  */
 export type SqlType = ColumnType | 'integer' | 'uuid' | `numeric(${number},${number})`;
 
-/** The caller's choice for one column of the file: a new name, a type, both, or neither (keep). */
+/** The caller's choice for one column of the file: a new name, a type, how its values are written; or nothing (keep). */
 export interface ColumnOverride {
   name?: string | undefined;
   type?: SqlType | undefined;
+  /** Every value of the column must be written so (written.ts); each is read by it. */
+  written?: Layout | undefined;
 }
 
 /** One record of the file: where it starts (line, or row/element for XLSX/JSON) and its cells; null is SQL NULL. */
@@ -63,12 +67,25 @@ export interface ParseOptions {
   columns?: readonly ColumnOverride[] | undefined;
 }
 
+/**
+ * How the values of a column are written, when not as Postgres writes them: numbers with their
+ * thousands grouped by commas, or dates (and timestamps) in a layout of written.ts, with times
+ * on a 12-hour clock or not. The loader reads each value by it (convert.ts).
+ */
+export interface Written {
+  layout: Layout;
+  /** Times with AM/PM. */
+  clock12?: boolean | undefined;
+}
+
 /** A column of the result: inferred, or as an override chose it. */
 export interface InferredColumn {
   name: string;
   type: SqlType;
-  /** The `to_date` layout of a non-ISO date column. */
-  dateLayout?: string | undefined;
+  /** How its values are written, when not as Postgres writes them (ISO dates, bare numbers). */
+  written?: Written | undefined;
+  /** Dates that read both month first and day first (no day over 12): the layouts, and the column is TEXT. */
+  ambiguous?: DateLayout[] | undefined;
 }
 
 /** How an import loaded its rows: COPY of the file itself (direct.ts), or row by row. */

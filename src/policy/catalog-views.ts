@@ -27,7 +27,7 @@
 // Also `repobase_catalog.pg_notify`, the stand-in that keeps each user's channels their own
 // (`channels.ts`).
 //
-// This list is the content of migration 6: a change to it needs a new migration, not an edit.
+// This list is the content of migrations 6 and 8: a change to it needs a new migration, not an edit.
 
 /** The schema holding the filtered pg_catalog relations. */
 export const CATALOG_SCHEMA = 'repobase_catalog';
@@ -66,6 +66,8 @@ export const filteredCatalog: ReadonlyMap<string, string> = new Map([
   ['pg_ts_parser', `prsnamespace ${ns}`],
   ['pg_ts_template', `tmplnamespace ${ns}`],
   ['pg_default_acl', `(defaclnamespace = 0 AND defaclrole ${role}) OR defaclnamespace ${ns}`],
+  // The service's own (users cannot make event triggers): nothing to show, nothing for pg_dump.
+  ['pg_event_trigger', 'false'],
   // Objects of relations, types and functions.
   ['pg_attribute', `attrelid ${rel}`],
   ['pg_attrdef', `adrelid ${rel}`],
@@ -115,31 +117,79 @@ export const filteredCatalog: ReadonlyMap<string, string> = new Map([
   ...['analyze', 'cluster', 'create_index', 'vacuum', 'copy'].map((what): [string, string] => [`pg_stat_progress_${what}`, `relid ${rel}`]),
 ]);
 
-/** The SQL of migration 6: the two schemas, the visibility functions, the views. */
-export function catalogViewsSql(): string {
-  const c = CATALOG_SCHEMA;
+/**
+ * A DO block making a filtered view of each of `names` (pg_catalog relation → filter): every column
+ * as it is, but pseudo-typed ones (anyarray: pg_attribute.attmissingval, pg_stats' value lists),
+ * which a view cannot have: those become their text form. `tableoid` (migration 8): over a
+ * catalog table, its system column `tableoid` follows the others, as pg_dump reads it.
+ */
+function viewsSql(names: Array<[string, string]>, how: { replace: boolean; tableoid: boolean }): string {
   const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
-  const views = (names: Array<[string, string]>) => `
-    -- Every column as it is, but pseudo-typed ones (anyarray: pg_attribute.attmissingval,
-    -- pg_stats' value lists), which a view cannot have: those become their text form.
+  return `
     DO $do$
     DECLARE
       r record;
     BEGIN
       FOR r IN
-        SELECT v.name, v.filter,
+        SELECT v.name, v.filter, c.relkind,
                (SELECT string_agg(CASE WHEN t.typtype = 'p' THEN format('%1$I::text AS %1$I', a.attname) ELSE format('%I', a.attname) END, ', ' ORDER BY a.attnum)
                   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-                 WHERE a.attrelid = format('pg_catalog.%I', v.name)::regclass AND a.attnum > 0 AND NOT a.attisdropped) AS columns
+                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns
           FROM unnest(ARRAY[${names.map(([name]) => literal(name)).join(', ')}]::text[],
                       ARRAY[${names.map(([, filter]) => literal(filter)).join(', ')}]::text[]) WITH ORDINALITY AS v(name, filter, n)
-         WHERE to_regclass(format('pg_catalog.%I', v.name)) IS NOT NULL
+          JOIN pg_catalog.pg_class c ON c.oid = to_regclass(format('pg_catalog.%I', v.name))
+         WHERE ${how.tableoid ? "c.relkind = 'r'" : 'true'}
          ORDER BY v.n
       LOOP
-        EXECUTE format('CREATE VIEW ${c}.%I WITH (security_barrier) AS SELECT %s FROM pg_catalog.%I WHERE %s', r.name, r.columns, r.name, r.filter);
+        EXECUTE format('CREATE ${how.replace ? 'OR REPLACE ' : ''}VIEW ${CATALOG_SCHEMA}.%I WITH (security_barrier) AS SELECT %s${how.tableoid ? ', tableoid' : ''} FROM pg_catalog.%I WHERE %s', r.name, r.columns, r.name, r.filter);
       END LOOP;
     END
     $do$;`;
+}
+
+/**
+ * `visible_roles()`: the role, the users it shares repos with (both ways), the predefined pg_*
+ * roles; since migration 8 also the roles that own the system (`systemOwners`).
+ */
+function visibleRolesSql(how: { replace: boolean; systemOwners: boolean }): string {
+  const c = CATALOG_SCHEMA;
+  return `CREATE ${how.replace ? 'OR REPLACE ' : ''}FUNCTION ${c}.visible_roles() RETURNS SETOF oid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+      WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
+      SELECT me.oid FROM me
+      UNION
+      SELECT r.oid FROM pg_roles r WHERE r.oid < 16384 AND ${how.systemOwners ? "(r.rolname LIKE 'pg\\_%' OR r.oid = 10)" : "r.rolname LIKE 'pg\\_%'"}${how.systemOwners ? `
+      UNION
+      SELECT datdba FROM pg_database WHERE datname = current_database()` : ''}
+      UNION
+      SELECT n.nspowner FROM pg_namespace n, me
+       WHERE n.nspowner <> me.oid AND aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
+      UNION
+      SELECT a.grantee FROM pg_namespace n, me, aclexplode(n.nspacl) a
+       WHERE n.nspowner = me.oid AND a.grantee <> 0
+    $fn$;`;
+}
+
+/**
+ * The SQL of migration 8, for pg_dump: the filtered views over catalog tables get their
+ * `tableoid`, and the roles that own the system (the bootstrap superuser, the database's owner)
+ * are in everybody's world: every system schema, catalog and built-in function names one of them
+ * as its owner, and pg_dump stops at an owner it cannot name.
+ */
+export function catalogTableoidSql(): string {
+  const c = CATALOG_SCHEMA;
+  return `
+    ${viewsSql([...filteredCatalog], { replace: true, tableoid: true })}
+
+    ${visibleRolesSql({ replace: true, systemOwners: true })}`;
+}
+
+/** The SQL of migration 6: the two schemas, the visibility functions, the views. */
+export function catalogViewsSql(): string {
+  const c = CATALOG_SCHEMA;
+  const views = (names: Array<[string, string]>) => viewsSql(names, { replace: false, tableoid: false });
   const all = [...filteredCatalog];
   return `
     CREATE SCHEMA ${c};
@@ -172,21 +222,7 @@ export function catalogViewsSql(): string {
     $fn$;
 
     -- The role, the users it shares repos with (both ways), the predefined pg_* roles.
-    CREATE FUNCTION ${c}.visible_roles() RETURNS SETOF oid
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
-    AS $fn$
-      WITH me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
-      SELECT me.oid FROM me
-      UNION
-      SELECT r.oid FROM pg_roles r WHERE r.oid < 16384 AND r.rolname LIKE 'pg\\_%'
-      UNION
-      SELECT n.nspowner FROM pg_namespace n, me
-       WHERE n.nspowner <> me.oid AND aclcontains(n.nspacl, makeaclitem(me.oid, n.nspowner, 'USAGE', false))
-      UNION
-      SELECT a.grantee FROM pg_namespace n, me, aclexplode(n.nspacl) a
-       WHERE n.nspowner = me.oid AND a.grantee <> 0
-    $fn$;
+    ${visibleRolesSql({ replace: false, systemOwners: false })}
 
     ${views(all.slice(0, 2))}
 

@@ -12,6 +12,7 @@
 // The statement's channel is user-dependent, so it is spliced at decision time from spans the
 // analysis found (`channelSpan`); `pg_notify` is user-independent: its call is redirected to
 // `repobase_catalog.pg_notify`, which prefixes `current_user` (`catalog-rewrite.ts`).
+import { applySplices, type Edit } from './splices.js';
 import { SqlState } from '../shared/errors.js';
 import type { ChannelSpan, Refusal, StatementFacts } from './facts.js';
 import type { JsonObject } from './json.js';
@@ -78,12 +79,8 @@ export function channelRefusal(user: string, name: string): Refusal | null {
 }
 
 /** `sql` with every channel span named as `user`'s upstream channel (spans in descending order of position). */
-export function channelSql(sql: string, user: string, spans: readonly ChannelSpan[]): string {
-  let out = sql;
-  for (const span of [...spans].sort((a, b) => b.from - a.from)) {
-    out = out.slice(0, span.from) + quoteIdent(upstreamChannel(user, span.name)) + out.slice(span.to);
-  }
-  return out;
+export function channelSql(sql: string, user: string, spans: readonly ChannelSpan[]): { text: string; edits: Edit[] } {
+  return applySplices(sql, spans.map((span) => ({ from: span.from, to: span.to, text: quoteIdent(upstreamChannel(user, span.name)) })));
 }
 
 /** The channel spans of an analysed string, or undefined when it has none (the usual case). */

@@ -3,6 +3,7 @@
 import { target, targets } from './dml.js';
 import { arr, fieldsOf, nameList, obj, str, type JsonObject } from './json.js';
 import { refusals } from './refusals.js';
+import { newOwner } from './objects.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
 function created(w: Walker, n: JsonObject, field: string, scope: Scope): void {
@@ -65,7 +66,7 @@ function alterTable(w: Walker, n: JsonObject, scope: Scope): void {
     const cmd = fieldsOf(item, 'AlterTableCmd');
     if (cmd === undefined) continue;
     const subtype = str(cmd.subtype);
-    if (subtype === 'AT_ChangeOwner') w.refuse(refusals.owner);
+    if (subtype === 'AT_ChangeOwner') newOwner(w, cmd.newowner);
     if (subtype === 'AT_AttachPartition' || subtype === 'AT_DetachPartition' || subtype === 'AT_DetachPartitionFinalize') {
       // The partition joins or leaves the table: Postgres requires owning both.
       const part = fieldsOf(cmd.def, 'PartitionCmd');

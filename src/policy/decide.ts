@@ -7,6 +7,7 @@ import type { Analysis, Refusal, SchemaCommand, StatementFacts } from './facts.j
 import { REPO_NAME_RULE, repoNameProblem, splitRepo } from './names.js';
 import { refusals } from './refusals.js';
 import { checkChannel, checkRef, checkSearchPath, noAccess, notARepo } from './resolve.js';
+import { builtInPath } from './setting-free.js';
 import type { Decision, Rights, Session, SessionChange } from './types.js';
 
 const postgresDefaultPath: readonly string[] = ['$user', 'public'];
@@ -47,15 +48,23 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
     }
   }
   const done = changes ?? noChanges;
+  if (analysis.statements.some((s) => s.shareCommand !== null)) return shareDecision(analysis.statements, rights);
+  const free = settingFree(analysis, path) ? ({ settingFree: true } as const) : undefined;
   const effects = analysis.effects === undefined ? {} : { effects: analysis.effects };
-  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite, changes: done, statements: count, ...effects };
+  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count, ...free, ...effects };
   if (analysis.channelText !== undefined) return channelDecision(analysis, analysis.channelText, rights.user, done);
-  return { kind: 'allow', changes: done, statements: count, ...effects };
+  return { kind: 'allow', changes: done, statements: count, ...free, ...effects };
+}
+
+/** Whether no statement of `analysis` can change a setting, its unqualified names resolved on `path`. */
+function settingFree(analysis: Analysis, path: readonly string[]): boolean {
+  return analysis.statements.length > 0 && analysis.statements.every((s) => s.settingFree) && builtInPath(path);
 }
 
 /** One statement against the rights, with the search path in force when it runs: its refusal, or null. */
 function check(facts: StatementFacts, rights: Rights, path: readonly string[]): Refusal | null {
   if (facts.refusal !== null) return facts.refusal;
+  if (facts.owners.some((owner) => owner !== rights.user)) return refusals.owner;
   for (const ref of facts.refs) {
     const refusal = checkRef(ref, rights, ref.path ?? path);
     if (refusal !== null) return refusal;
@@ -84,6 +93,22 @@ function check(facts: StatementFacts, rights: Rights, path: readonly string[]): 
   return null;
 }
 
+/** GRANTs performed by the control plane as sharing: every statement of the string must be one. */
+function shareDecision(statements: readonly StatementFacts[], rights: Rights): Decision {
+  const other = statements.find((s) => s.shareCommand === null);
+  if (other !== undefined) {
+    return deny({ code: SqlState.FeatureNotSupported, message: 'GRANT can be sent with other GRANTs only', hint: 'send it as a query of its own' });
+  }
+  const grants = statements.flatMap((s) => s.shares).flatMap(({ schema, grantee, level }) => {
+    const repo = splitRepo(schema);
+    return repo === undefined || grantee === rights.user ? [] : [{ repo: repo.repo, grantee, level }];
+  });
+  if (grants.some((g) => g.grantee === null && g.level === 'write')) {
+    return deny({ ...refusals.grant('GRANT of write privileges to PUBLIC'), hint: 'a public repo is readable by everyone; share write access with collaborators' });
+  }
+  return { kind: 'handled', action: { kind: 'share', owner: rights.user, grants }, commandTags: statements.map((s) => s.shareCommand ?? 'GRANT') };
+}
+
 function alone(facts: StatementFacts): Refusal {
   return {
     code: SqlState.FeatureNotSupported,
@@ -107,7 +132,7 @@ function schemaCommand(cmd: SchemaCommand, rights: Rights): Decision {
     const problem = repoNameProblem(repo.repo);
     if (problem !== undefined) return deny({ code: SqlState.InvalidName, message: `invalid repo name "${repo.repo}": ${problem}` });
     if (cmd.authRole !== null && cmd.authRole !== user) return deny(refusals.roleGames('CREATE SCHEMA … AUTHORIZATION another role'));
-    return { kind: 'handled', action: { kind: 'create_repo', owner: user, repo: repo.repo, ifNotExists: cmd.ifNotExists }, commandTag: 'CREATE SCHEMA' };
+    return { kind: 'handled', action: { kind: 'create_repo', owner: user, repo: repo.repo, ifNotExists: cmd.ifNotExists }, commandTags: ['CREATE SCHEMA'] };
   }
   if (cmd.names.length !== 1) return deny(refusals.dropManyRepos);
   const name = cmd.names[0] ?? '';
@@ -118,7 +143,7 @@ function schemaCommand(cmd: SchemaCommand, rights: Rights): Decision {
     return deny({ code: SqlState.InsufficientPrivilege, message: `only the owner of repo "${name}" can drop it`, hint: `${repo.owner} owns it` });
   }
   if (repoNameProblem(repo.repo) !== undefined) return deny({ code: SqlState.InvalidName, message: `invalid repo name "${repo.repo}": ${REPO_NAME_RULE}` });
-  return { kind: 'handled', action: { kind: 'drop_repo', owner: user, repo: repo.repo, ifExists: cmd.ifExists, cascade: cmd.cascade }, commandTag: 'DROP SCHEMA' };
+  return { kind: 'handled', action: { kind: 'drop_repo', owner: user, repo: repo.repo, ifExists: cmd.ifExists, cascade: cmd.cascade }, commandTags: ['DROP SCHEMA'] };
 }
 
 /** LISTEN/NOTIFY/UNLISTEN with the user's channel names; `listens` says which a client listened to by the prefixed name. */
@@ -127,6 +152,6 @@ function channelDecision(analysis: Analysis, sql: string, user: string, changes:
   const listens = spans.filter((s) => s.listen && s.name.startsWith(`${user}/`)).map((s) => s.name);
   const extra = { ...(listens.length > 0 ? { listens } : {}), ...(analysis.effects === undefined ? {} : { effects: analysis.effects }) };
   const out = channelSql(sql, user, spans.filter((s) => !s.name.startsWith(`${user}/`)));
-  if (out === sql) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
-  return { kind: 'rewrite', sql: out, changes, statements: analysis.statements.length, ...extra };
+  if (out.text === sql) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
+  return { kind: 'rewrite', sql: out.text, edits: [out.edits], changes, statements: analysis.statements.length, ...extra };
 }

@@ -1,6 +1,9 @@
-// Expression-level nodes that name things in schemas: function calls, types, casts of names
-// given as strings ('bob/x.t'::regclass), operators, collations, operator classes.
-import { checkFunctionCall, regStringRef } from './functions.js';
+// Expression-level nodes that name things in schemas: function calls, types, casts to reg* types
+// ('bob/x.t'::regclass names a table; c.oid::regclass shows one), operators, collations,
+// operator classes.
+import { regTypeOf, regTypes } from './catalog-functions.js';
+import { noteRegCast } from './catalog-refs.js';
+import { checkFunctionCall, isOidText, regStringRef } from './functions.js';
 import { arr, nameList, obj, stringConst, type JsonObject } from './json.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
@@ -12,12 +15,18 @@ function funcCall(w: Walker, n: JsonObject, scope: Scope): void {
   w.rest(n, ['funcname'], 'read', scope);
 }
 
+// A cast to a reg* type of a constant name is a reference to check; of anything else (an oid, a
+// column) it shows an object's name, so it goes through the visibility stand-in.
 function typeCast(w: Walker, n: JsonObject, scope: Scope): void {
-  const names = nameList(obj(n.typeName)?.names) ?? [];
+  const typeName = obj(n.typeName);
+  const names = nameList(typeName?.names) ?? [];
   const type = names[names.length - 1];
-  const literal = stringConst(n.arg);
-  if (type !== undefined && literal !== undefined && (names.length === 1 || names[0] === 'pg_catalog')) {
-    regStringRef(w, type, literal, 'read', n.location);
+  const kind = type === undefined || names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog') ? undefined : regTypes.get(type);
+  if (type !== undefined && kind !== undefined) {
+    const literal = stringConst(n.arg);
+    const array = typeName?.arrayBounds !== undefined;
+    if (literal !== undefined && !array && !isOidText(literal) && regTypeOf[kind] !== undefined) regStringRef(w, type, literal, 'read', n.location);
+    else noteRegCast(w, n, type);
   }
   w.rest(n, [], 'read', scope);
 }

@@ -1,6 +1,7 @@
 // What the analysis learns from a query string. Plain data only: it is independent of who asks
 // (one cache serves every user), and it crosses the worker-thread boundary by structured clone.
 import type { SessionEffect } from './types.js';
+import type { Edit } from './splices.js';
 
 /** The access a reference needs: read rows, change rows, or own the repo (DDL). */
 export type Need = 'read' | 'write' | 'own';
@@ -48,19 +49,27 @@ export type SchemaCommand =
   | { kind: 'drop'; names: string[]; ifExists: boolean; cascade: boolean };
 
 /**
- * A read of a filtered catalog relation, redirected to its view (`catalog-rewrite.ts`): a
- * RangeVar (`pg_class`, `pg_catalog.pg_class`) or a column named through it
- * (`pg_catalog.pg_class.relname`).
+ * A reference redirected to the service's schemas (`catalog-refs.ts`, `catalog-rewrite.ts`): a read
+ * of a filtered catalog relation (`pg_class`, `pg_catalog.pg_class`) or of a column named through
+ * it (`pg_catalog.pg_class.relname`), a call of a function with a stand-in (`pg_get_viewdef(o)`,
+ * `pg_notify`), or a cast to a reg* type (`o::regclass`, wrapped to show only visible objects).
  */
 export interface CatalogRef {
-  kind: 'relation' | 'column' | 'function';
+  kind: 'relation' | 'column' | 'function' | 'cast' | 'alias';
   /** The parser's location (UTF-8 byte offset in the query string). */
   location: number;
   /** As written: null for an unqualified relation. */
   schema: string | null;
   name: string;
-  /** The service schema holding its view. */
+  /** The service schema holding its view or stand-in. */
   target: string;
+  /**
+   * A cast: where its argument's first token and its type name are (parser locations). An alias
+   * (`name` kept for an output column whose cast is wrapped): the outermost cast's type name, and
+   * in `argLocation` the output column's own location.
+   */
+  argLocation?: number;
+  typeLocation?: number;
 }
 
 /** Where a LISTEN/NOTIFY/UNLISTEN statement names its channel (UTF-16 indexes in the query string). */
@@ -70,6 +79,15 @@ export interface ChannelSpan {
   name: string;
   /** A LISTEN: the front end shows notifications on it by this name. */
   listen: boolean;
+}
+
+/** A grant the control plane performs as sharing a repo (`grants.ts`). */
+export interface ShareGrant {
+  /** The repo's schema. */
+  schema: string;
+  /** A user, or null for PUBLIC (the repo becomes public). */
+  grantee: string | null;
+  level: 'read' | 'write';
 }
 
 export interface StatementFacts {
@@ -97,17 +115,33 @@ export interface StatementFacts {
   channelSpans: ChannelSpan[];
   /** Catalog reads to redirect to the filtered views; the analysis' rewrite carries them out. */
   catalog: CatalogRef[];
+  /** Roles named in `… OWNER TO` or `ALTER DEFAULT PRIVILEGES FOR ROLE`: only the user itself may be (checked at decision time). */
+  owners: string[];
+  /** GRANT / ALTER DEFAULT PRIVILEGES performed as sharing, and which of the two it is. */
+  shares: ShareGrant[];
+  shareCommand: string | null;
   /** The first service-rule violation found, if any. */
   refusal: Refusal | null;
+  /**
+   * Running it cannot change a session setting, whatever its names resolve to but unqualified
+   * functions and types (judged with the search path in decide.ts); see setting-free.ts.
+   */
+  settingFree: boolean;
   schema: SchemaCommand | null;
+}
+
+/** The string forwarded instead of the client's, and the edits of each rewrite that made it, in order. */
+export interface Rewritten {
+  sql: string;
+  edits: Edit[][];
 }
 
 export interface Analysis {
   /** A refusal of the whole string (syntax error, NUL byte). */
   error: Refusal | null;
   statements: StatementFacts[];
-  /** The whole query string with the seed rule applied, when it changed anything. */
-  rewrite: string | null;
+  /** The whole query string with the catalog redirects and the seed rule applied, when they changed anything. */
+  rewrite: Rewritten | null;
   /** The query string, kept when it names LISTEN/NOTIFY channels: they are spliced per user. */
   channelText?: string;
   /** Per statement, what it does to the session (session-effects.ts); absent when no statement does anything. */

@@ -1,7 +1,7 @@
 // The policy: SQL text + principal + session in, a decision out. Pure: no I/O besides the
 // parsers' WASM, loaded once here.
 import { SqlState } from '../shared/errors.js';
-import { analyse } from './analyse.js';
+import { analyse, type Reading } from './analyse.js';
 import { LruCache } from './cache.js';
 import { literalShape } from './shape.js';
 import { evaluate, toError } from './decide.js';
@@ -12,6 +12,7 @@ import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 
 export { clientChannel } from './channels.js';
+export { errorInOriginal } from './splices.js';
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
 
 /**
@@ -24,12 +25,14 @@ export function misread(sql: string, reading: ReadonlyMap<string, string>): Deci
   return refusal && { kind: 'deny', error: toError(refusal) };
 }
 
-/** The statement size limit of DESIGN.md: 1 MiB. */
-export const DEFAULT_MAX_STATEMENT_BYTES = 1024 * 1024;
+/** The default statement size limit: 64 MiB (multi-row INSERTs of ORMs and pandas run to megabytes). */
+export const DEFAULT_MAX_STATEMENT_BYTES = 64 * 1024 * 1024;
 const defaultCacheSize = 5000;
 const cacheChars = 16 * 1024 * 1024;
 const cacheKeyChars = 64 * 1024;
 const defaultWorkerThreshold = 8 * 1024;
+const plain: Reading = { escapeStrings: false };
+const escaped: Reading = { escapeStrings: true };
 
 /** Loads the parsers and returns a policy; one per process is enough (it is stateless but for its cache). */
 export async function createPolicy(options: PolicyOptions): Promise<Policy> {
@@ -63,21 +66,23 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   }
 
   function decide(sql: string, rights: Rights, session: Session): Decision | Promise<Decision> {
+    if (session.standardConformingStrings === false && sql.includes('\\')) return decideEscaped(sql, rights, session);
     // The hot path: a repeated or prepared statement is one map lookup plus the rights check.
-    const cached = cache.get(sql);
+    // A text too long to be cached is not even hashed or scanned here: that would stall the
+    // event loop for everybody (64 MiB take ~0.2 s); it goes to the worker whole.
+    const cacheable = sql.length <= cacheKeyChars;
+    const cached = cacheable ? cache.get(sql) : undefined;
     if (cached !== undefined) return evaluateOnce(cached, rights, session);
-    const shape = literalShape(sql);
+    const shape = cacheable ? literalShape(sql) : undefined;
     const sameShape = shape === undefined ? undefined : shapes.get(shape);
     if (sameShape !== undefined) {
       const decision = evaluateOnce(sameShape, rights, session);
       if (decision.kind !== 'deny') return decision; // a denial is re-made below, with its own positions
     }
     const bytes = Buffer.byteLength(sql);
-    if (bytes > limit) {
-      return { kind: 'deny', error: toError({ code: SqlState.ProgramLimitExceeded, message: `statement is too large: ${bytes} bytes, the limit is ${limit}` }) };
-    }
+    if (bytes > limit) return tooLarge(bytes);
     if (bytes >= threshold) {
-      return pool.analyse(sql).then((analysis) => {
+      return pool.analyse(sql, plain).then((analysis) => {
         cache.set(sql, analysis);
         return evaluate(analysis, rights, session);
       });
@@ -87,6 +92,25 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
     if (shape !== undefined && analysis.error === null && analysis.rewrite === null && analysis.channelText === undefined && !hasPositions(analysis)) shapes.set(shape, analysis);
     else cache.set(sql, analysis);
     return evaluate(analysis, rights, session);
+  }
+
+  // With standard_conforming_strings off, a text with a backslash reads differently: its
+  // analysis is its own, cached apart (no SQL text holds a NUL byte).
+  function decideEscaped(sql: string, rights: Rights, session: Session): Decision | Promise<Decision> {
+    const key = `\0E${sql}`;
+    const cached = sql.length <= cacheKeyChars ? cache.get(key) : undefined;
+    if (cached !== undefined) return evaluate(cached, rights, session);
+    const bytes = Buffer.byteLength(sql);
+    if (bytes > limit) return tooLarge(bytes);
+    const done = (analysis: Analysis) => {
+      cache.set(key, analysis);
+      return evaluate(analysis, rights, session);
+    };
+    return bytes >= threshold ? pool.analyse(sql, escaped).then(done) : done(analyse(sql, escaped));
+  }
+
+  function tooLarge(bytes: number): Decision {
+    return { kind: 'deny', error: toError({ code: SqlState.ProgramLimitExceeded, message: `statement is too large: ${bytes} bytes, the limit is ${limit}` }) };
   }
 
   return { decide, close: () => pool.close() };

@@ -116,7 +116,28 @@ function setSchema(w: Walker, n: JsonObject, scope: Scope): void {
   w.ref({ kind: 'schema', schema: str(n.newschema) ?? '', name: '', need: 'own', create: true, temp: false });
 }
 
+/**
+ * `… OWNER TO role`: everything in a repo belongs to its owner, so the only owner allowed is the
+ * user (a no-op that pg_dump's output carries); the name is checked at decision time.
+ */
+export function newOwner(w: Walker, roleSpec: Json | undefined): void {
+  const spec = fieldsOf(roleSpec, 'RoleSpec');
+  const type = str(spec?.roletype);
+  if (type === 'ROLESPEC_CSTRING') w.facts.owners.push(str(spec?.rolename) ?? '');
+  else if (type !== 'ROLESPEC_CURRENT_USER' && type !== 'ROLESPEC_CURRENT_ROLE' && type !== 'ROLESPEC_SESSION_USER') w.refuse(r.owner);
+}
+
+function alterOwner(w: Walker, n: JsonObject, scope: Scope): void {
+  const type = str(n.objectType) ?? '';
+  if (refuseGlobal(w, type, 'ALTER … OWNER of')) return;
+  const rv = fieldsOf(n.relation, 'RangeVar');
+  if (rv !== undefined) w.relation(rv, 'own', scope, { target: true });
+  else objectRef(w, type, n.object, 'own', scope);
+  newOwner(w, n.newowner);
+}
+
 export const objectHandlers: ReadonlyArray<[string, HandlerEntry]> = [
+  ['AlterOwnerStmt', { handle: alterOwner, command: 'ALTER … OWNER' }],
   ['DropStmt', { handle: drop, command: 'DROP' }],
   ['CommentStmt', { handle: comment, command: 'COMMENT' }],
   ['RenameStmt', { handle: rename, command: 'ALTER … RENAME' }],

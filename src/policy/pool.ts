@@ -12,11 +12,13 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { Reading } from './analyse.js';
 import type { Analysis } from './facts.js';
 
 export interface WorkerRequest {
   id: number;
   sql: string;
+  reading: Reading;
 }
 
 export type WorkerReply = { id: number; analysis: Analysis } | { id: number; failed: string };
@@ -24,18 +26,19 @@ export type WorkerReply = { id: number; analysis: Analysis } | { id: number; fai
 export interface ParsePool {
   /** True when analyses really run in a worker thread. */
   readonly threaded: boolean;
-  analyse(sql: string): Promise<Analysis>;
+  analyse(sql: string, reading: Reading): Promise<Analysis>;
   close(): Promise<void>;
 }
 
 interface Pending {
   sql: string;
+  reading: Reading;
   resolve: (a: Analysis) => void;
   reject: (err: unknown) => void;
 }
 
 /** A one-worker pool; `inProcess` is the same analysis, used when no worker can run it. */
-export function createParsePool(inProcess: (sql: string) => Analysis, workerUrl = new URL('./worker.js', import.meta.url)): ParsePool {
+export function createParsePool(inProcess: (sql: string, reading: Reading) => Analysis, workerUrl = new URL('./worker.js', import.meta.url)): ParsePool {
   const threaded = workerUrl.protocol === 'file:' && existsSync(fileURLToPath(workerUrl));
   const pending = new Map<number, Pending>();
   let worker: Worker | undefined;
@@ -44,7 +47,7 @@ export function createParsePool(inProcess: (sql: string) => Analysis, workerUrl 
   const runHere = (p: Pending): void => {
     setImmediate(() => {
       try {
-        p.resolve(inProcess(p.sql));
+        p.resolve(inProcess(p.sql, p.reading));
       } catch (err: unknown) {
         p.reject(err);
       }
@@ -74,9 +77,9 @@ export function createParsePool(inProcess: (sql: string) => Analysis, workerUrl 
 
   return {
     threaded,
-    analyse(sql) {
+    analyse(sql, reading) {
       return new Promise<Analysis>((resolve, reject) => {
-        const p = { sql, resolve, reject };
+        const p = { sql, reading, resolve, reject };
         if (!threaded) {
           runHere(p);
           return;
@@ -85,7 +88,7 @@ export function createParsePool(inProcess: (sql: string) => Analysis, workerUrl 
         worker.ref();
         const id = nextId++;
         pending.set(id, p);
-        worker.postMessage({ id, sql } satisfies WorkerRequest);
+        worker.postMessage({ id, sql, reading } satisfies WorkerRequest);
       });
     },
     async close() {

@@ -83,6 +83,20 @@ export const refusals = {
     message: `setting ${name} is not allowed: Citus settings are for the operator of the cluster`,
     hint: 'remove it; RESET returns a Citus setting to the operator\'s value',
   }),
+  typeIoFunction: (name: string): Refusal => ({
+    code: denied,
+    message: `${name}() is not allowed: type input and output functions are called by Postgres itself`,
+    hint: "cast the value instead, e.g. '42'::int or value::text",
+  }),
+  internalFunction: (name: string): Refusal => ({
+    code: denied,
+    message: `${name}() is not allowed: it is for Postgres' own use`,
+  }),
+  activityFunction: (name: string): Refusal => ({
+    code: denied,
+    message: `${name}() is not allowed: it shows other users' sessions`,
+    hint: 'read pg_stat_activity (or the pg_stat_progress_* views): they show your own sessions',
+  }),
   sqlTextFunction: (name: string): Refusal => ({
     code: denied,
     message: `${name}() is not allowed: it runs SQL given as text, which repobase cannot check`,

@@ -6,6 +6,7 @@
 // the type starts; a small tokenizer finds where the subcommand ends), so comments and
 // formatting elsewhere survive. The result is re-parsed and must give the original tree plus
 // exactly the added USING expressions, or the string is left as it was.
+import { applySplices, type Edit, type Splice } from './splices.js';
 import { arr, fieldsOf, obj, str, type Json, type JsonObject } from './json.js';
 import { scanTokens } from './lexer.js';
 import { quoteIdent } from './names.js';
@@ -17,11 +18,6 @@ export interface StatementText {
   /** UTF-16 indexes of the statement in the query string. */
   start: number;
   end: number;
-}
-
-interface Splice {
-  at: number;
-  text: string;
 }
 
 /** Type-change subcommands without USING: the place the seed rule applies to. */
@@ -58,11 +54,11 @@ function spliceFor(sql: string, cmd: JsonObject, end: number, offsets: Offsets):
   // The type as written; unquoted words fold to lower case in Postgres anyway (BIGINT is bigint).
   const written = sql.slice(typeStart, typeEnd);
   const type = /^[A-Za-z0-9_\s,()[\]]+$/.test(written) ? written.toLowerCase() : written;
-  return { at: clauseEnd, text: ` USING ${quoteIdent(column)}::${type}` };
+  return { from: clauseEnd, to: clauseEnd, text: ` USING ${quoteIdent(column)}::${type}` };
 }
 
 /** The query string with the seed rule applied, or null when it does not apply (or not safely). */
-export function seedRewrite(sql: string, statements: readonly StatementText[], offsets: Offsets): string | null {
+export function seedRewrite(sql: string, statements: readonly StatementText[], offsets: Offsets): { sql: string; edits: Edit[] } | null {
   const splices: Splice[] = [];
   for (const s of statements) {
     for (const cmd of typeChanges(s.node)) {
@@ -72,9 +68,8 @@ export function seedRewrite(sql: string, statements: readonly StatementText[], o
     }
   }
   if (splices.length === 0) return null;
-  let out = sql;
-  for (const { at, text } of [...splices].sort((a, b) => b.at - a.at)) out = out.slice(0, at) + text + out.slice(at);
-  return verified(statements, out) ? out : null;
+  const { text: out, edits } = applySplices(sql, splices);
+  return verified(statements, out) ? { sql: out, edits } : null;
 }
 
 /** The rewritten string parses to the original statements plus the USING casts, nothing else. */

@@ -27,12 +27,12 @@ const enum C {
 
 const NUMBER = /^(?:(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?|0[xX][\da-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+)$/;
 
-const isDigit = (c: number) => c >= C.Zero && c <= C.Nine;
-const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
-const isIdentPart = (c: number) => isLetter(c) || isDigit(c) || c === C.Underscore || c === C.Dollar || c >= 0x80;
+export const isDigit = (c: number) => c >= C.Zero && c <= C.Nine;
+export const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+export const isIdentPart = (c: number) => isLetter(c) || isDigit(c) || c === C.Underscore || c === C.Dollar || c >= 0x80;
 
 /** End index (exclusive) of the quoted text starting at `i` (at the opening quote). */
-function quotedEnd(sql: string, i: number, quote: number, backslashes: boolean): number {
+export function quotedEnd(sql: string, i: number, quote: number, backslashes: boolean): number {
   let j = i + 1;
   while (j < sql.length) {
     const c = sql.charCodeAt(j);
@@ -48,7 +48,8 @@ function quotedEnd(sql: string, i: number, quote: number, backslashes: boolean):
   return sql.length;
 }
 
-function blockCommentEnd(sql: string, i: number): number {
+/** End index (exclusive) of the block comment starting at `i`, nested ones included. */
+export function blockCommentEnd(sql: string, i: number): number {
   let depth = 0;
   let j = i;
   while (j < sql.length) {
@@ -83,6 +84,14 @@ function numberEnd(sql: string, i: number): number {
   return j;
 }
 
+/** End index (exclusive) of the $tag$…$tag$ string starting at `i`, or undefined when `$` starts none. */
+export function dollarQuotedEnd(sql: string, i: number): number | undefined {
+  const tag = /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/.exec(sql.slice(i, i + 64));
+  if (tag === null) return undefined;
+  const close = sql.indexOf(tag[0], i + tag[0].length);
+  return close < 0 ? sql.length : close + tag[0].length;
+}
+
 /**
  * The statement with its numeric literals replaced by `0`, or undefined when it has none (its
  * text is then its own shape).
@@ -111,13 +120,7 @@ export function literalShape(sql: string): string | undefined {
         i++;
         while (i < n && isDigit(sql.charCodeAt(i))) i++; // a parameter: $1 stays $1
       } else {
-        const tag = /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/.exec(sql.slice(i, i + 64));
-        if (tag === null) {
-          i++;
-        } else {
-          const close = sql.indexOf(tag[0], i + tag[0].length);
-          i = close < 0 ? n : close + tag[0].length;
-        }
+        i = dollarQuotedEnd(sql, i) ?? i + 1;
       }
     } else if ((isDigit(c) || (c === C.Dot && isDigit(sql.charCodeAt(i + 1)))) && !isIdentPart(prev) && prev !== C.Dot) {
       const end = numberEnd(sql, i);

@@ -1,4 +1,5 @@
 // The policy's public contract: what the front ends and the control plane pass in and get back.
+import type { Edit } from './splices.js';
 import type { PgError } from '../shared/errors.js';
 
 /** How a principal may use one repo. */
@@ -21,6 +22,11 @@ export interface Session {
    * connection's start-up value. Defaults to Postgres' own default, `"$user", public`.
    */
   defaultSearchPath?: readonly string[];
+  /**
+   * `standard_conforming_strings` as the server last reported it for the session (default on):
+   * off, a backslash in '…' is an escape, and statements are judged as Postgres reads them so.
+   */
+  standardConformingStrings?: boolean;
 }
 
 /** A change of session state that the front end applies once the statement succeeded. */
@@ -73,11 +79,18 @@ export type SessionEffect =
 /** A statement the control plane performs instead of Postgres. */
 export type HandledAction =
   | { kind: 'create_repo'; owner: string; repo: string; ifNotExists: boolean }
-  | { kind: 'drop_repo'; owner: string; repo: string; ifExists: boolean; cascade: boolean };
+  | { kind: 'drop_repo'; owner: string; repo: string; ifExists: boolean; cascade: boolean }
+  /**
+   * GRANT / ALTER DEFAULT PRIVILEGES on the owner's repos, as sharing: each grantee (a user, or
+   * null for PUBLIC) gets at least `level` (a collaborator's level is raised, never lowered).
+   */
+  | { kind: 'share'; owner: string; grants: ReadonlyArray<{ repo: string; grantee: string | null; level: 'read' | 'write' }> };
 
 /**
  * The verdict on one query string. `statements` counts the statements the string holds (0 for an
- * empty or comment-only string); the REST API refuses more than one.
+ * empty or comment-only string); the REST API refuses more than one. `settingFree`: running it
+ * cannot change a session setting (policy/setting-free.ts), so a session it ran on needs no reset
+ * for its next user; absent when it may.
  */
 export type Decision =
   | {
@@ -85,12 +98,16 @@ export type Decision =
       changes: readonly SessionChange[];
       statements: number;
       listens?: readonly string[];
+      settingFree?: true;
       /** Per statement, what it does to the session (see SessionEffect); absent when nothing. */
       effects?: readonly (readonly SessionEffect[])[];
     }
   | {
       kind: 'rewrite';
+      settingFree?: true;
       sql: string;
+      /** What each rewrite changed, in order: maps Postgres' error positions back (`originalPosition`). */
+      edits: readonly (readonly Edit[])[];
       changes: readonly SessionChange[];
       statements: number;
       /**
@@ -111,7 +128,8 @@ export type Decision =
        */
       refusedAt?: number;
     }
-  | { kind: 'handled'; action: HandledAction; commandTag: string };
+  /** `commandTags`: one per statement of the string, as Postgres would have answered them. */
+  | { kind: 'handled'; action: HandledAction; commandTags: readonly string[] };
 
 export interface PolicyOptions {
   /** Query strings longer than this many UTF-8 bytes are refused (54000) before parsing. */

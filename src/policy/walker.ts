@@ -7,7 +7,6 @@ import { SqlState } from '../shared/errors.js';
 import type { NameRef, Need, Refusal, StatementFacts } from './facts.js';
 import { obj, nodeOf, str, type Json, type JsonObject } from './json.js';
 import type { Offsets } from './offsets.js';
-import { noteCatalogRelation } from './catalog-rewrite.js';
 
 /** CTE names visible at a point of the tree: they shadow unqualified relation names. */
 export type Scope = ReadonlySet<string>;
@@ -35,6 +34,11 @@ export interface WalkContext {
   text: string;
   /** Analyses SQL found in a body (function, DO) into these facts. */
   nested(w: Walker, sql: string, path: string[] | null): void;
+  /**
+   * A relation read (`isTarget`: the one a statement acts on); the private catalogs record the
+   * catalog relations to redirect here (`catalog-refs.ts`).
+   */
+  readRelation(w: Walker, rv: JsonObject, schema: string | null, name: string, isTarget: boolean): void;
 }
 
 /**
@@ -136,7 +140,7 @@ export class Walker {
     const schema = str(rv.schemaname) ?? null;
     if (how.target !== true && how.create !== true && schema === null && scope.has(name)) return;
     const create = how.create === true;
-    if (need === 'read' && !create) noteCatalogRelation(this, rv, schema, name, how.target === true);
+    if (need === 'read' && !create) this.ctx.readRelation(this, rv, schema, name, how.target === true);
     this.ref({ kind: 'relation', schema, name, need, create, temp: create && rv.relpersistence === 't', location: rv.location });
   }
 

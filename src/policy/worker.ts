@@ -9,7 +9,7 @@ await loadParsers();
 parentPort?.on('message', (request: WorkerRequest) => {
   let reply: WorkerReply;
   try {
-    reply = { id: request.id, analysis: analyse(request.sql) };
+    reply = { id: request.id, analysis: analyse(request.sql, request.reading) };
   } catch (err: unknown) {
     // The caller redoes the work in-process, where the error surfaces with its stack.
     reply = { id: request.id, failed: String(err) };

@@ -15,6 +15,7 @@ import type pg from 'pg';
 import { parseSync } from 'libpg-query';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import { REPO_NODES } from './citus.js';
 
 /** Citus' refusals of a join across nodes, by SQLSTATE and the start of the message. */
 const JOIN_REFUSALS: readonly [string, string][] = [
@@ -67,12 +68,7 @@ export class Placements {
   /** Reads where every placed repo is (one query; a refresh already running is shared). */
   refresh(): Promise<void> {
     this.refreshing ??= this.admin
-      .query<{ schema: string; node: string }>(
-        `SELECT DISTINCT n.nspname AS schema, s.nodename || ':' || s.nodeport AS node
-           FROM pg_catalog.pg_dist_schema d
-           JOIN pg_catalog.pg_namespace n ON n.oid = d.schemaid
-           JOIN pg_catalog.citus_shards s ON s.colocation_id = d.colocationid`,
-      )
+      .query<{ schema: string; node: string }>(`SELECT schema, host || ':' || port AS node FROM (${REPO_NODES}) r WHERE placed`)
       .then(
         (res) => {
           this.nodes = new Map(res.rows.map((r) => [r.schema, r.node]));

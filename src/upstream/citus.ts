@@ -1,15 +1,13 @@
 /**
  * Citus, when the upstream is a Citus coordinator with schema-based sharding: every repo schema
  * is a distributed schema whose tables live whole on one worker (a "node" here). What repobase
- * does differently there is decided in this module:
+ * does differently there is decided in this module and in citus-placement.ts:
  *
  * - **Joins.** Citus runs a join of two distributed schemas only when their tables sit on one
  *   node and `citus.enable_non_colocated_router_query_pushdown` is on: the service turns it on
  *   for its database, and keeps each user's repos together so joins among them run.
- * - **Placement.** Citus places a schema when its first table is created (by colocation group,
- *   round robin), so a repo cannot be placed when it is created. Once a repo has tables, the
- *   service moves it to its owner's node — the one holding most of the owner's other repos —
- *   while it is still small (`placeRepo`, driven by the schema-change events).
+ * - **Placement.** Which node an empty repo's first table goes to is fixed when the repo is
+ *   created; the service picks its owner's node then (citus-placement.ts).
  * - **Moves.** `moveRepo` is `citus_schema_move` with writes to the repo blocked for the copy: a
  *   writer sees a pause, not an error. Not by logical replication (writes going on until a short
  *   switch-over): under load, one test run in three lost acknowledged writes that way (Citus
@@ -54,32 +52,42 @@ export function parseNode(text: string): NodeAddress {
   return { host: (m[1] ?? m[2])!, port };
 }
 
+/**
+ * The workers that take new shards, each with its index `i` among the `n` of them in the order
+ * Citus deals an empty schema's first table out: the table goes to worker `colocationid % n`
+ * (Citus' `EmptySingleShardTableColocationDecideNodeId`, over the node list sorted by name and
+ * port).
+ */
+export const PLACEMENT_WORKERS = `
+  SELECT nodename, nodeport,
+         (row_number() OVER (ORDER BY nodename COLLATE "C", nodeport) - 1)::int AS i, (count(*) OVER ())::int AS n
+    FROM pg_catalog.pg_dist_node
+   WHERE isactive AND noderole = 'primary' AND shouldhaveshards`;
+
+/**
+ * Every distributed schema with the node holding its tables, or for one without tables the node
+ * its first table will go to (`placed` false; see `PLACEMENT_WORKERS`). From Citus' metadata
+ * tables, which the coordinator reads locally (`citus_shards` would ask every worker for sizes).
+ */
+export const REPO_NODES = `
+  WITH workers AS (${PLACEMENT_WORKERS})
+  SELECT ns.nspname AS schema, ns.nspowner AS owner, d.schemaid, here.host IS NOT NULL AS placed,
+         coalesce(here.host, planned.nodename) AS host, coalesce(here.port, planned.nodeport) AS port
+    FROM pg_catalog.pg_dist_schema d
+    JOIN pg_catalog.pg_namespace ns ON ns.oid = d.schemaid
+    LEFT JOIN LATERAL (
+      SELECT n.nodename AS host, n.nodeport AS port
+        FROM pg_catalog.pg_dist_partition p
+        JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid = p.logicalrelid
+        JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s.shardid
+        JOIN pg_catalog.pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'
+       WHERE p.colocationid = d.colocationid
+       LIMIT 1) here ON true
+    LEFT JOIN workers planned ON here.host IS NULL AND planned.i = d.colocationid % planned.n`;
+
 /** The node holding a repo's tables; undefined while it has none (Citus has not placed it yet). */
 export async function repoNode(db: Queryable, schema: string): Promise<NodeAddress | undefined> {
-  const res = await db.query<{ host: string; port: number }>(
-    `SELECT s.nodename AS host, s.nodeport AS port
-       FROM pg_catalog.pg_dist_schema d
-       JOIN pg_catalog.citus_shards s ON s.colocation_id = d.colocationid
-      WHERE d.schemaid = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1)
-      LIMIT 1`,
-    [schema],
-  );
-  return res.rows[0];
-}
-
-/** The node holding most of `owner`'s placed repos other than `except`; undefined when none is placed. */
-async function homeNode(db: Queryable, owner: string, except: string): Promise<NodeAddress | undefined> {
-  const res = await db.query<{ host: string; port: number }>(
-    `SELECT s.nodename AS host, s.nodeport AS port
-       FROM pg_catalog.pg_dist_schema d
-       JOIN pg_catalog.pg_namespace n ON n.oid = d.schemaid
-       JOIN pg_catalog.citus_shards s ON s.colocation_id = d.colocationid
-      WHERE pg_catalog.pg_get_userbyid(n.nspowner) = $1 AND n.nspname <> $2
-      GROUP BY 1, 2
-      ORDER BY count(DISTINCT d.schemaid) DESC, min(d.schemaid)
-      LIMIT 1`,
-    [owner, except],
-  );
+  const res = await db.query<{ host: string; port: number }>(`SELECT host, port FROM (${REPO_NODES}) r WHERE placed AND schema = $1`, [schema]);
   return res.rows[0];
 }
 
@@ -99,33 +107,6 @@ export async function moveRepo(db: Queryable, schema: string, to: NodeAddress): 
   if (from.host === to.host && from.port === to.port) return 'already there';
   await db.query("SELECT pg_catalog.citus_schema_move($1::regnamespace, $2, $3, 'block_writes')", [escapeIdentifier(schema), to.host, to.port]);
   return 'moved';
-}
-
-/**
- * Keeps a repo with its owner's others: once it has tables, moves it to the owner's node if
- * Citus placed it elsewhere. Serialised per repo across instances (each hears the same event);
- * the instance that gets the lock does it, the others skip.
- */
-export async function placeRepo(admin: pg.Pool, schema: string): Promise<NodeAddress | undefined> {
-  const client = await admin.connect();
-  try {
-    const lock = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext('repobase.place'), hashtext($1)) AS ok", [schema]);
-    if (!lock.rows[0]?.ok) return undefined;
-    try {
-      const owner = await client.query<{ owner: string }>('SELECT pg_catalog.pg_get_userbyid(nspowner) AS owner FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]);
-      const name = owner.rows[0]?.owner;
-      if (name === undefined) return undefined;
-      const home = await homeNode(client, name, schema);
-      const here = await repoNode(client, schema);
-      if (home === undefined || here === undefined || (home.host === here.host && home.port === here.port)) return undefined;
-      await moveRepo(client, schema, home);
-      return home;
-    } finally {
-      await client.query("SELECT pg_advisory_unlock(hashtext('repobase.place'), hashtext($1))", [schema]);
-    }
-  } finally {
-    client.release();
-  }
 }
 
 export interface NodeInfo extends NodeAddress {

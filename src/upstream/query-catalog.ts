@@ -55,7 +55,7 @@ SELECT c.relname AS table,
 /** Anything recorded as living in the schema (tables, types, functions…): what DROP SCHEMA without CASCADE refuses. */
 const HAS_OBJECTS_SQL = `
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_namespace n ON n.oid = d.refobjid
-                WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND n.nspname = $1) AS has`;
+                WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND n.nspname = $1 AND d.deptype = 'n') AS has`;
 
 async function run<R extends pg.QueryResultRow>(db: Pick<pg.Pool, 'query'>, sql: string, values: unknown[]): Promise<R[]> {
   try {

@@ -20,7 +20,8 @@ import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '..
 import type { Cluster } from './cluster.js';
 import { BackendBudget } from './budget.js';
 import { timePoolWait, watchPool } from '../observe/metrics.js';
-import { ignore, noteParameterStatus, openUpstreamSession, watchSilence, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { ignore, noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { SilenceWatch } from './silence-watch.js';
 
 interface Idle {
   session: UpstreamSession;
@@ -46,9 +47,10 @@ export interface SessionPoolOptions {
   /**
    * `eager`: a session given back clean runs DISCARD ALL before it is pooled (the wire relay in
    * session mode hands the socket to a client as is). `lazy`: it is pooled at once, marked
-   * `needsReset`, and its next user resets it in the same round trip as its own statement (the
-   * REST API). `none`: pooled as it is, its user keeping track of what it holds (the wire relay
-   * pooling by transaction); `release(…, 'reset')` asks for a DISCARD ALL all the same.
+   * as its user left it, and its next user resets it in the same round trip as its own
+   * statement when it is marked `needsReset` (the REST API: every statement marks it, and one the
+   * policy found setting-free clears the mark again, see query-run.ts). `none`: pooled as it is,
+   * its user keeping track of what it holds (the wire relay pooling by transaction); `release(…, 'reset')` asks for a DISCARD ALL all the same.
    */
   reset: 'eager' | 'lazy' | 'none';
   /** How long `acquire` waits for room before 53300. */
@@ -60,7 +62,7 @@ export interface SessionPoolOptions {
   /**
    * Set for a pool whose every handed-out session runs one statement (the REST API's): a session
    * handed out that passes no byte either way for this long, unless its reader paused it, is
-   * closed (see `watchSilence`), so its statement fails with 08006 instead of waiting for ever on
+   * closed (see `SilenceWatch`), so its statement fails with 08006 instead of waiting for ever on
    * a network that stopped answering. Unset: the user watches (the wire relay knows when an
    * answer is owed).
    */
@@ -77,8 +79,8 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
-  /** Stops watching a handed-out session for silence (see `silenceMs`). */
-  private readonly watching = new WeakMap<UpstreamSession, () => void>();
+  /** Handed-out sessions, watched for silence when `silenceMs` is set. */
+  private readonly silence: SilenceWatch | undefined;
   private readonly waiting = new Map<string, Waiter[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
@@ -95,6 +97,7 @@ export class SessionPool {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
+    if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs);
   }
 
   /** Sessions handed out (or opening), pooled, and acquires waiting for room: read when the metrics are scraped. */
@@ -179,10 +182,7 @@ export class SessionPool {
 
   /** Watches a session being handed out for silence (`silenceMs`), until it is released. */
   private handOut(session: UpstreamSession): UpstreamSession {
-    if (this.opts.silenceMs) {
-      const socket = session.socket;
-      this.watching.set(session, watchSilence(socket, this.opts.silenceMs, () => true, () => socket.destroy()));
-    }
+    this.silence?.add(session);
     return session;
   }
 
@@ -312,14 +312,12 @@ export class SessionPool {
    * `eager` pool does); anything else is closed.
    */
   release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, how: Return | boolean): void {
-    this.watching.get(session)?.();
-    this.watching.delete(session);
+    this.silence?.delete(session);
     session.sink = ignore;
     session.onGone = ignore;
     const ret: Return = how === true ? 'keep' : how === false ? 'close' : how;
     if (ret === 'close' || this.closed || session.socket.destroyed || session.status !== 'I') return this.destroy(role, session);
     if (ret === 'reset' || this.opts.reset === 'eager') return this.discard(role, params, session);
-    if (this.opts.reset === 'lazy') session.needsReset = true;
     this.park(role, params, session);
   }
 
@@ -406,6 +404,7 @@ export class SessionPool {
     this.closed = true;
     this.unwatch?.();
     this.unregister();
+    this.silence?.close();
     clearInterval(this.sweeper);
     for (const [key, list] of this.idle) for (const i of list) this.destroy(roleOf(key), i.session);
     this.idle.clear();

@@ -56,7 +56,10 @@ export interface UpstreamSession {
   readonly host: string;
   readonly port: number;
   status: TransactionStatus;
-  /** Set after a statement ran: the next user must reset the session's settings first. */
+  /**
+   * Set when a statement runs, cleared after one that ran cleanly and cannot change a setting
+   * (the REST API, query-run.ts): the next user must reset the session's settings first.
+   */
   needsReset: boolean;
   /**
    * The settings that decide how Postgres reads statement text (standard_conforming_strings,

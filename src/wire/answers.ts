@@ -6,7 +6,7 @@
  * ReadyForQuery; `local` entries are answers the proxy makes itself, written as soon as every
  * entry before them has completed.
  */
-import type { SessionChange } from '../policy/index.js';
+import { errorInOriginal, type Decision, type SessionChange } from '../policy/index.js';
 import type { PgError } from '../shared/errors.js';
 import { BackendCode, buildErrorResponse, buildReadyForQuery, decodeDataRow, decodeErrorResponse, type TransactionStatus } from '../protocol/index.js';
 import { countError } from '../observe/metrics.js';
@@ -27,6 +27,8 @@ export interface Pending {
   /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's (or of the error naming `refused`). */
   refusal: Buffer | undefined;
   refused?: Buffer;
+  /** A rewritten Query: the text sent and what the rewrites changed, to count error positions in the client's text. */
+  rewritten?: { sent: string; edits: Extract<Decision, { kind: 'rewrite' }>['edits'] };
   /** Pooling by transaction: what each statement (Query) or Execute (batch) does to the session. */
   steps?: (Step | undefined)[];
   stepAt: number;
@@ -147,6 +149,7 @@ export class Answers {
         if (frame.includes('SFATAL')) this.host.upstreamFatal();
         const explained = p?.sql === undefined ? undefined : this.host.explain(error, p.sql);
         if (explained) frame = buildErrorResponse(explained);
+        else if (p?.rewritten !== undefined && p.sql !== undefined && error.position !== undefined) frame = buildErrorResponse(errorInOriginal(error, p.rewritten.sent, p.sql, p.rewritten.edits));
         break;
       }
       default:

@@ -12,7 +12,8 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
+import { performHandled } from '../control/handled.js';
+import { errorInOriginal, misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
@@ -334,6 +335,7 @@ export class Relay {
         if (d.kind === 'allow') this.backend.toUpstream.add(frame);
         else this.backend.toUpstream.write(buildQuery(d.sql));
         const p = pending(d.changes, sql);
+        if (d.kind === 'rewrite') p.rewritten = { sent: d.sql, edits: d.edits };
         if (this.pooling !== undefined) {
           p.steps = d.effects?.map((effects) => ({ effects, text: sql }));
           this.pooling.client.unnamed = this.backend.link!.backend!.unnamed = undefined; // a Query drops the unnamed statement
@@ -348,9 +350,9 @@ export class Relay {
         decisions.wire.handled.value++;
         return this.block(
           this.answers.drained().then(async () => {
-            const done = await runHandled(d, sql, this.answers.status, this.deps.control, (e) => this.audit(e));
-            this.meter.statements++;
-            this.answers.respond([done]);
+            const done = await runHandled(d, this.principal.user, sql, this.answers.status, this.deps.control, (e) => this.audit(e));
+            this.meter.statements += done.length;
+            this.answers.respond(done);
           }),
         );
     }
@@ -400,7 +402,7 @@ export class Relay {
         return this.denyBatch(d.error, parse.name, 'policy');
       case 'handled':
         return this.denyBatch(
-          new PgError(SqlState.FeatureNotSupported, `${d.commandTag} of a repo needs the simple query protocol`, {
+          new PgError(SqlState.FeatureNotSupported, `${d.commandTags[0] ?? ""} of a repo needs the simple query protocol`, {
             hint: "send it without parameters (psql, or a driver's simple query), or use POST /api/v1beta/repos/",
           }),
           parse.name,

@@ -202,4 +202,37 @@ describe('the console with data', () => {
     await expect.poll(sleeping, { timeout: 1000, interval: 50 }).toBe(0);
     expect(Date.now() - start).toBeLessThan(1000);
   });
+
+  it('upload wizard: dates and numbers as people write them, one turned back to text, dates that read both ways settled day first', async () => {
+    const prices = [
+      'Date,Close,Volume,Listed,Settled',
+      ...Array.from({ length: 12 }, (_, i) => `${['Jan', 'Feb', 'Mar'][i % 3]} ${i + 1} 2000,"${(1000 + i * 111.25).toLocaleString('en-US')}","${(1234567 * (i + 1)).toLocaleString('en-US')}",${i + 1}/${(i % 3) + 1}/2000,0${(i % 9) + 1}/03/2000`),
+    ].join('\n');
+    await page.goto(`/${user}/shop/-/upload`);
+    await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'prices.csv', mimeType: 'text/csv', buffer: Buffer.from(prices) });
+    await expect.poll(() => page.getByLabel('Type of column 1').inputValue()).toBe('DATE');
+    await expect.poll(() => page.getByText('dates, written Jan 31 2000').isVisible()).toBe(true);
+    expect(await page.getByText('numbers, written 1,234,567.89').isVisible()).toBe(true);
+    expect(await page.getByText('numbers, written 1,234,567', { exact: true }).isVisible()).toBe(true);
+    expect(await page.getByLabel('Type of column 4').inputValue()).toBe('TEXT');
+    expect(await page.getByText('dates with no day over 12: MM/DD/YYYY or DD/MM/YYYY cannot be told apart, so TEXT (choose DATE to say which)').count()).toBe(2);
+    await page.getByLabel('Type of column 3').selectOption('TEXT');
+    await expect.poll(() => page.getByText('kept as written (1,234,567)').isVisible()).toBe(true);
+    await page.getByLabel('Type of column 4').selectOption('DATE');
+    await page.getByLabel('Layout of column 4').selectOption('DD/MM/YYYY');
+    await expect.poll(() => page.getByText('dates, written DD/MM/YYYY').isVisible()).toBe(true);
+    await page.getByLabel('Table name').fill('prices');
+    await screenshot(page, shots, '09-upload-written');
+    await expectAccessible(page, 'upload wizard with written layouts');
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.waitForURL((u) => u.pathname === `/${user}/shop/prices`);
+    const stored = await admin.query(`SELECT "Date"::text, "Close"::text, "Volume", "Listed"::text, "Settled" FROM "${user}/shop".prices ORDER BY "Date" LIMIT 2`);
+    expect(stored.rows).toEqual([
+      { Date: '2000-01-01', Close: '1000', Volume: '1,234,567', Listed: '2000-01-01', Settled: '01/03/2000' },
+      { Date: '2000-01-04', Close: '1333.75', Volume: '4,938,268', Listed: '2000-01-04', Settled: '04/03/2000' },
+    ]);
+    await expect.poll(() => page.getByRole('columnheader', { name: 'Listed' }).isVisible()).toBe(true);
+    await expect.poll(() => page.getByText('4,938,268').isVisible()).toBe(true);
+    await screenshot(page, shots, '10-written-table');
+  });
 });

@@ -87,8 +87,18 @@ async function restAnswers(who: Who): Promise<string> {
   return JSON.stringify(out);
 }
 
+/**
+ * Roles everybody sees: the bootstrap superuser and the database's owner, who own the system's
+ * schemas and catalogs (pg_dump names every owner it meets).
+ */
+let systemRoles: string[] = [];
+
 beforeAll(async () => {
   svc = await startTestService();
+  const admin = new pg.Client({ connectionString: svc.config.upstreamUrl });
+  await admin.connect();
+  systemRoles = (await admin.query<{ rolname: string }>("SELECT DISTINCT rolname FROM pg_roles WHERE oid = 10 OR oid = (SELECT datdba FROM pg_database WHERE datname = current_database())")).rows.map((r) => r.rolname);
+  await admin.end();
   [alice, bob, carol, dave, erin] = await Promise.all([svc.user('alice'), svc.user('bob'), svc.user('carol'), svc.user('dave'), svc.user('erin')]);
   await svc.control.createRepo({ owner: alice.name, repo: 'sales' });
   await svc.control.createRepo({ owner: alice.name, repo: 'notes' });
@@ -165,7 +175,7 @@ describe('a user with collaborations (alice: own repos, bob\'s shared with her)'
   it('sees the roles she shares repos with, both ways', async () => {
     const asBob = await connect(bob, `${bob.name}/shared`);
     const roles = (await asBob.query("SELECT rolname FROM pg_roles WHERE rolname !~ '^pg_' ORDER BY 1")).rows.map((r: { rolname: string }) => r.rolname);
-    expect(roles).toEqual([alice.name, bob.name].sort());
+    expect(roles).toEqual([alice.name, bob.name, ...systemRoles].sort());
   });
 
   it('keeps casts, oid joins and reg types working for what she may see', async () => {
@@ -220,7 +230,7 @@ describe('psql', () => {
     const df = await psql(alice, '\\df');
     expect(lines(df.stdout).map((l) => l.split('|').slice(0, 2).join('|'))).toEqual([`${alice.name}/sales|total`]);
     const du = await psql(alice, '\\du');
-    expect(lines(du.stdout).map((l) => l.split('|')[0])).toEqual([alice.name, bob.name].sort());
+    expect(lines(du.stdout).map((l) => l.split('|')[0])).toEqual([alice.name, bob.name, ...systemRoles].sort());
     const layoffs = await psql(alice, `\\d "${carol.name}/layoffs-2027".*`);
     expect(layoffs.stdout + layoffs.stderr).not.toContain('layoffs_list');
   });

@@ -1,7 +1,8 @@
 /**
  * repobase on a Citus cluster (a coordinator and two workers of PostgreSQL 15 with Citus, started
  * for this file; see bench/lib/citus.ts): start-up, repos as distributed schemas by every route,
- * both front ends and uploads, a user's repos kept on one node so that joins among them run,
+ * both front ends and uploads, a user's repos placed on one node from their first table on so
+ * that joins among them run at once (and moved there when that did not hold),
  * the join Citus cannot run refused with a clear error, `citus.*` out of users' reach, and an
  * online repo move with a writer running. If Citus cannot start here, the file fails with why.
  */
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCitus, type CitusCluster } from '../../bench/lib/citus.js';
 import { run } from '../../bench/lib/proc.js';
 import { moveRepo, nodeName, parseNode, repoNode } from '../../src/upstream/citus.js';
+import { plannedNode } from '../../src/upstream/citus-placement.js';
 import { runCli } from '../helpers/cli.js';
 import { sendCancel } from '../helpers/raw-wire.js';
 import { upload } from './ingest-helpers.js';
@@ -60,6 +62,20 @@ async function nodeOf(schema: string): Promise<string | undefined> {
   return node && nodeName(node);
 }
 
+/** Where a repo's tables are, or where its first table will go. */
+async function planned(schema: string): Promise<string | undefined> {
+  const node = await plannedNode(admin, schema);
+  return node && nodeName(node);
+}
+
+async function createRepoViaRest(key: string, name: string): Promise<Response> {
+  return fetch(`${svc.httpUrl}/api/v1beta/repos/`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
+}
+
 describe('start-up on a Citus coordinator', () => {
   it('migrates with the control plane local to the coordinator and joins of co-located repos turned on', async () => {
     expect(await distributed('_repobase')).toBe(false);
@@ -72,14 +88,9 @@ describe('start-up on a Citus coordinator', () => {
 });
 
 describe('repos are distributed schemas', () => {
-  it('whether created by the REST API, CREATE SCHEMA over the wire or the admin CLI', async () => {
+  it("whether created by the REST API, CREATE SCHEMA over the wire or the admin CLI, each placed on its owner's node", async () => {
     const u = await svc.user('routes');
-    const res = await fetch(`${svc.httpUrl}/api/v1beta/repos/`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'by_api' }),
-    });
-    expect(res.status).toBe(201);
+    expect((await createRepoViaRest(u.key, 'by_api')).status).toBe(201);
     const wire = new pg.Client(svc.pgOptions(u.name, u.key));
     await wire.connect();
     await wire.query(`CREATE SCHEMA "${u.name}/by_wire"`);
@@ -87,6 +98,10 @@ describe('repos are distributed schemas', () => {
     const cli = await runCli(['repo', 'create', `${u.name}/by_cli`], cliEnv);
     expect(cli.stderr).toBe('');
     for (const repo of ['by_api', 'by_wire', 'by_cli']) expect(await distributed(`${u.name}/${repo}`)).toBe(true);
+    // Placed with the owner's first repo before any of them has a table (see "a user's repos live together").
+    const home = await planned(`${u.name}/by_api`);
+    expect(home).toBeDefined();
+    for (const repo of ['by_wire', 'by_cli']) expect(await planned(`${u.name}/${repo}`)).toBe(home);
   });
 });
 
@@ -201,25 +216,98 @@ describe('isolation and sharing reach the workers', () => {
 });
 
 describe("a user's repos live together", () => {
-  it("a new repo follows its owner's node once it has a table, so joins among the owner's repos run", async () => {
-    const u = await svc.user('together');
-    const repos = ['one', 'two', 'three'];
-    for (const repo of repos) {
-      await svc.control.createRepo({ owner: u.name, repo });
-      expect((await rest(u.key, `CREATE TABLE "${u.name}/${repo}".t (id int PRIMARY KEY, ${repo} text)`)).status).toBe(200);
-      expect((await rest(u.key, `INSERT INTO "${u.name}/${repo}".t VALUES (1, '${repo}')`)).status).toBe(200);
+  /**
+   * 20 times: two new repos of one user, a table with a row in each, and a join of them at once.
+   * Returns each join's rows, or its error. The first pair is the user's first repos.
+   */
+  async function twentyNewPairsJoined(via: 'rest' | 'wire'): Promise<unknown[]> {
+    const u = await svc.user(`pairs_${via}`);
+    const c = new pg.Client(svc.pgOptions(u.name, u.key));
+    if (via === 'wire') await c.connect();
+    const answers: unknown[] = [];
+    try {
+      for (let i = 0; i < 20; i++) {
+        const [sales, hr] = [`"${u.name}/sales${i}"`, `"${u.name}/hr${i}"`];
+        const statements = [
+          `CREATE TABLE ${sales}."Orders 2024" (id int PRIMARY KEY, amount int)`,
+          `CREATE TABLE ${hr}.people (id int PRIMARY KEY, name text)`,
+          `INSERT INTO ${sales}."Orders 2024" VALUES (1, ${i})`,
+          `INSERT INTO ${hr}.people VALUES (1, 'ann')`,
+        ];
+        const join = `SELECT p.name, o.amount FROM ${hr}.people p JOIN ${sales}."Orders 2024" o USING (id)`;
+        if (via === 'rest') {
+          for (const name of [`sales${i}`, `hr${i}`]) expect((await createRepoViaRest(u.key, name)).status).toBe(201);
+          for (const sql of statements) expect((await rest(u.key, sql)).body.error).toBeUndefined();
+          const answer = await rest(u.key, join);
+          answers.push(answer.body.error?.message ?? answer.body.data);
+        } else {
+          for (const sql of [`CREATE SCHEMA ${sales}`, `CREATE SCHEMA ${hr}`, ...statements]) await c.query(sql);
+          answers.push(
+            await c.query({ text: join, rowMode: 'array' }).then(
+              (res) => res.rows,
+              (err: Error) => err.message,
+            ),
+          );
+        }
+      }
+    } finally {
+      if (via === 'wire') await c.end();
     }
-    const home = await nodeOf(`${u.name}/one`);
-    for (const repo of repos) await expect.poll(() => nodeOf(`${u.name}/${repo}`), { timeout: 20_000, interval: 200 }).toBe(home);
-    const join = `SELECT one, two, three FROM "${u.name}/one".t JOIN "${u.name}/two".t USING (id) JOIN "${u.name}/three".t USING (id)`;
-    expect((await rest(u.key, join)).body).toMatchObject({ data: [['one', 'two', 'three']] });
+    return answers;
+  }
+
+  it('two new repos join right after their first tables, 20 times in a row over REST and over the wire at once: never refused', async () => {
+    // Both front ends create repos at the same time: each creation's placement must hold against the other's.
+    const [viaRest, viaWire] = await Promise.all([twentyNewPairsJoined('rest'), twentyNewPairsJoined('wire')]);
+    const expected = Array.from({ length: 20 }, (_, i) => [['ann', i]]);
+    expect(viaRest).toEqual(expected);
+    expect(viaWire).toEqual(expected);
+  });
+
+  it('a first table by upload, by CREATE TABLE … AS or in a transaction over the wire joins the owner\'s other repos at once', async () => {
+    const u = await svc.user('routes_placed');
+    for (const repo of ['up', 'ctas']) expect((await createRepoViaRest(u.key, repo)).status).toBe(201);
     const c = new pg.Client(svc.pgOptions(u.name, u.key));
     await c.connect();
     try {
-      expect((await c.query(join)).rows).toEqual([{ one: 'one', two: 'two', three: 'three' }]);
+      await c.query(`CREATE SCHEMA "${u.name}/tx"`);
+      // Before any table: every repo's first table will go to the node of the owner's first repo.
+      const home = await planned(`${u.name}/up`);
+      for (const repo of ['ctas', 'tx']) expect(await planned(`${u.name}/${repo}`)).toBe(home);
+
+      const up = await upload(svc, u.key, { repo: `${u.name}/up`, table_name: 'people' }, { name: 'people.csv', data: 'id,name\n1,ann\n2,bo\n' });
+      expect(up.body.error ?? null).toBeNull();
+      expect((await rest(u.key, `CREATE TABLE "${u.name}/ctas".orders AS SELECT 2 AS id, 40 AS amount`)).body.error).toBeUndefined();
+      const join2 = `SELECT p.name, o.amount FROM "${u.name}/up".people p JOIN "${u.name}/ctas".orders o USING (id)`;
+      expect((await rest(u.key, join2)).body).toMatchObject({ data: [['bo', 40]] });
+
+      await c.query('BEGIN');
+      await c.query(`CREATE TABLE "${u.name}/tx".notes (id int PRIMARY KEY, note text)`);
+      await c.query(`INSERT INTO "${u.name}/tx".notes VALUES (2, 'late')`);
+      const join3 = `SELECT p.name, o.amount, n.note FROM "${u.name}/up".people p JOIN "${u.name}/ctas".orders o USING (id) JOIN "${u.name}/tx".notes n USING (id)`;
+      expect((await c.query({ text: join3, rowMode: 'array' })).rows).toEqual([['bo', 40, 'late']]);
+      await c.query('COMMIT');
+      expect((await rest(u.key, join3)).body).toMatchObject({ data: [['bo', 40, 'late']] });
+      for (const repo of ['up', 'ctas', 'tx']) expect(await nodeOf(`${u.name}/${repo}`)).toBe(home);
     } finally {
       await c.end();
     }
+  });
+
+  it("a repo that ends up elsewhere (its owner's other repo moved meanwhile) is moved to its owner's node after its first table", async () => {
+    const u = await svc.user('follower');
+    await svc.control.createRepo({ owner: u.name, repo: 'one' });
+    expect((await rest(u.key, `CREATE TABLE "${u.name}/one".t (id int PRIMARY KEY, one text)`)).status).toBe(200);
+    await svc.control.createRepo({ owner: u.name, repo: 'two' });
+    const first = (await nodeOf(`${u.name}/one`))!;
+    expect(await planned(`${u.name}/two`)).toBe(first);
+    const other = citus.workers.map(nodeName).find((n) => n !== first)!;
+    await moveRepo(admin, `${u.name}/one`, parseNode(other));
+    expect((await rest(u.key, `CREATE TABLE "${u.name}/two".t (id int PRIMARY KEY, two text)`)).status).toBe(200);
+    await expect.poll(() => nodeOf(`${u.name}/two`), { timeout: 20_000, interval: 100 }).toBe(other);
+    for (const repo of ['one', 'two']) expect((await rest(u.key, `INSERT INTO "${u.name}/${repo}".t VALUES (1, '${repo}')`)).status).toBe(200);
+    const join = `SELECT one, two FROM "${u.name}/one".t JOIN "${u.name}/two".t USING (id)`;
+    expect((await rest(u.key, join)).body).toMatchObject({ data: [['one', 'two']] });
   });
 
   it('a join with a public repo on another node is refused with a clear error naming both repos', async () => {

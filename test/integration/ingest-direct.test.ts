@@ -74,7 +74,17 @@ const CASES: [string, string | Buffer, Partial<ParseOptions>][] = [
   ['no header, no final line end', '1,2024-01-01,true\n2,2024-01-02,false', {}],
   ['an all-text header', 'city,country\nParis,France\nRome,Italy\n', {}],
   ['all text, no header', 'Paris,France\nRome,France\n', {}],
-  ['non-ISO dates, converted at the end', 'us,eu,dotted,ambiguous\n12/31/2024,31/12/2024,31.12.2024,01/02/2024\n3/5/2024,13/5/2024,1.2.2024,03/04/2024\n', {}],
+  ['dates with day and month both numbers, rewritten in ISO order', 'us,eu,dotted,ambiguous\n12/31/2024,31/12/2024,31.12.2024,01/02/2024\n3/5/2024,13/5/2024,1.2.2024,03/04/2024\n', {}],
+  [
+    'dates and timestamps with month names, AM/PM and offsets',
+    'stock,flight,weather,movie,dash,day first,tz\nJan 1 2000,2015/01/01 01:00:00,2001/01/01 06:55,"January 31, 2000",01-Jan-2000,31 Jan 2000 1:30 PM,2015/01/01 01:00:00+05:30\n' +
+      'Feb 29 2000,2015/12/31 23:59:59.999999,2001/01/01 00:00,"February 29, 2000",29-Feb-2000,1 Mar 2000 12:00 AM,2015/01/01 01:00:00Z\n' +
+      'Dec 31 1999,,2001/01/02,"Dec 1, 1999",31-Dec-1999,29 Feb 2000 12:59:59 PM,2015/01/01 01:00 -0800\n',
+    {},
+  ],
+  ['day-first timestamps in ISO order, the rest of the value as written', 'at;n\n"31.01.2000 13:30:05.25 +01:00";"1,234.5"\n01.02.2000 00:00 Z;7\n', { fileName: 'x.txt' }],
+  ['thousands separators, quoted as spreadsheets export them', 'id,amount,total,mixed,big\n"1,234","1,234.56",-7,"1,000",12\n999,2.5,"-1,234,567",12,"12,345,678,901,234,567,890"\n', {}],
+  ['a rewritten value equal to the NULL text is quoted', 'n;m\n1,000;x\n1000;y\n"2,000";z\n', { nullValues: ['1000'], fileName: 'x.txt' }],
   ['JSON cells', fixture('json-cells.csv'), {}],
   ['TSV', 'id\tname\tnote\n1\tAlice\t"has, commas"\n2\tBob\tquoted\n', { format: 'tsv', fileName: 'x.tsv' }],
   ['a NULL text of its own, alone on a line', 'a,b\nNA,1\nNA\n"NA",2\n,3\n', { nullValues: ['NA'] }],
@@ -94,7 +104,7 @@ describe('the direct load makes the table the row-by-row path makes', () => {
     const expected = await contents(reference.table);
     for (const size of [1, 2, 3, 7, 64, 65536]) {
       const got = await load(text, opts, { size });
-      expect(got.load, `chunks of ${size}`).toEqual({ path: 'direct', restarts: 0, converted: name.startsWith('non-ISO') ? 3 : 0 });
+      expect(got.load, `chunks of ${size}`).toEqual({ path: 'direct', restarts: 0, converted: 0 });
       expect({ ...got, table: '', load: undefined }, `chunks of ${size}`).toEqual({ ...reference, table: '', load: undefined });
       expect(await contents(got.table), `chunks of ${size}`).toEqual(expected);
     }
@@ -127,7 +137,7 @@ describe('random files: Postgres reads what csv.ts reads', () => {
       expect({ ...got.ok, table: '', load: undefined }, JSON.stringify(text)).toEqual({ ...reference.ok, table: '', load: undefined });
       expect(await contents(got.ok.table), JSON.stringify(text)).toEqual(await contents(reference.ok.table));
     }
-    expect(paths.direct).toBeGreaterThan(90);
+    expect(paths.direct).toBeGreaterThan(80);
     expect(paths.failed).toBeGreaterThan(5);
   }, 120_000);
 });
@@ -243,13 +253,26 @@ describe('guesses from the first MiB that the rest contradicts', () => {
   test('a line holding only the NULL text, cut by a chunk boundary after the sample: row by row', async () => {
     const size = 65536;
     const boundary = size * Math.ceil(SAMPLE_BYTES / size + 2);
-    let text = big('a,b', (i) => `${i},${i}`, Math.floor(boundary / 14));
+    // b is text from the start: no restart (whose replay would hold the line back) comes first.
+    let text = big('a,b', (i) => `${i},v${i}`, Math.floor(boundary / 15));
     text += `0,${'x'.repeat(boundary - 1 - Buffer.byteLength(text) - 3)}\nNA\n1,2\n`;
     const got = await load(text, { nullValues: ['NA'] }, { size });
     expect(got.load).toEqual({ path: 'rows', reason: 'a skipped line across chunks' });
     const reference = await load(text, rowByRow({ nullValues: ['NA'] }));
     expect(got.rows).toBe(reference.rows);
     expect((await load(text, { nullValues: ['NA'] }, { size: size + 1 })).load).toMatchObject({ path: 'direct' });
+  });
+
+  test('the same with values to rewrite: the record is held back until it ends, then skipped', async () => {
+    const size = 65536;
+    const boundary = size * Math.ceil(SAMPLE_BYTES / size + 2);
+    let text = big('a,b,n', (i) => `${i},${i},"1,${String(i % 1000).padStart(3, '0')}"`, Math.floor(boundary / 22));
+    text += `0,${'x'.repeat(boundary - 1 - Buffer.byteLength(text) - 3 - 9)},"1,000"\nNA\n1,2,"2,000"\n`;
+    const got = await load(text, { nullValues: ['NA'] }, { size });
+    expect(got.load).toEqual({ path: 'direct', restarts: 1, converted: 0 });
+    const reference = await load(text, rowByRow({ nullValues: ['NA'] }));
+    expect(got.rows).toBe(reference.rows);
+    expect(await contents(got.table)).toEqual(await contents(reference.table));
   });
 
   test('the new table takes its name at commit: an upload of the same name meanwhile does not wait for it', async () => {

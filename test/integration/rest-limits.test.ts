@@ -115,6 +115,52 @@ describe('one request, one session', () => {
     }
   });
 
+  it('skips the reset only after a statement that cannot change a setting (what Postgres was sent, from pg_stat_activity)', async () => {
+    const { key, name } = await srv.user('skip');
+    await srv.query(key, `CREATE SCHEMA "${name}/r"`);
+    await srv.query(key, `CREATE TABLE "${name}/r".t (a int)`);
+    // One REST session for this user from here on (requests one at a time take the same one).
+    const sent = async (sql: string): Promise<string> => {
+      expect((await srv.query(key, sql)).status, sql).toBe(200);
+      const { rows } = await srv.cluster.admin.query<{ query: string }>("SELECT query FROM pg_stat_activity WHERE usename = $1 AND application_name = 'repobase-rest'", [name]);
+      expect(rows, sql).toHaveLength(1);
+      return rows[0]!.query;
+    };
+    expect(await sent(`SELECT a FROM "${name}/r".t`)).toBe(`RESET ALL; SELECT a FROM "${name}/r".t`);
+    expect(await sent('SELECT 1 AS one, now() IS NOT NULL AS t')).toBe('RESET ALL; SELECT 1 AS one, now() IS NOT NULL AS t');
+    // After a setting-free statement: no reset.
+    expect(await sent("SELECT current_setting('work_mem') AS w")).toBe("SELECT current_setting('work_mem') AS w");
+    expect(await sent('SELECT count(*) FROM pg_catalog.pg_am')).toBe('SELECT count(*) FROM pg_catalog.pg_am');
+    // A table of a repo may run user code (a view, row security, an operator): the next one resets.
+    expect(await sent(`SELECT a FROM "${name}/r".t`)).toBe(`SELECT a FROM "${name}/r".t`);
+    expect(await sent('SELECT 2 AS two')).toBe('RESET ALL; SELECT 2 AS two');
+    expect(await sent("SELECT set_config('work_mem', '7MB', false) AS w")).toBe("SELECT set_config('work_mem', '7MB', false) AS w");
+    expect(await sent('SHOW work_mem')).toBe('RESET ALL; SHOW work_mem');
+  });
+
+  it('a view or row security calling set_config leaves nothing for the next request', async () => {
+    const { key, name } = await srv.user('hidden');
+    await srv.query(key, `CREATE SCHEMA "${name}/r"`);
+    expect((await srv.query(key, `CREATE VIEW "${name}/r".v AS SELECT set_config('work_mem', '7MB', false) AS w`)).status).toBe(200);
+    for (const sql of [
+      `CREATE TABLE "${name}/r".t (a int)`,
+      `INSERT INTO "${name}/r".t VALUES (1)`,
+      `ALTER TABLE "${name}/r".t ENABLE ROW LEVEL SECURITY`,
+      `ALTER TABLE "${name}/r".t FORCE ROW LEVEL SECURITY`,
+      `CREATE POLICY p ON "${name}/r".t USING (set_config('work_mem', '9MB', false) IS NOT NULL)`,
+    ]) {
+      expect((await srv.query(key, sql)).status, sql).toBe(200);
+    }
+    for (const [sql, changed] of [
+      [`SELECT w FROM "${name}/r".v`, [['7MB']]],
+      [`SELECT a, current_setting('work_mem') AS w FROM "${name}/r".t`, [[1, '9MB']]],
+    ] as const) {
+      expect((await srv.query(key, 'SELECT 1 AS clean')).status).toBe(200); // a setting-free statement before: no reset pending
+      expect((await srv.query(key, sql)).body.data, sql).toEqual(changed);
+      expect((await srv.query(key, "SELECT current_setting('work_mem') AS w")).body.data, sql).toEqual([['4MB']]);
+    }
+  });
+
   it('a function that turns standard_conforming_strings off does not change how the next statement is read', async () => {
     // The reset shares the statement's Query, which Postgres reads before it resets: the session
     // follows ParameterStatus and resets first when such a setting changed behind the policy's back.

@@ -2,7 +2,8 @@
  * `repobase serve` stopping gracefully on SIGTERM: new connections refused, `/healthz` 503,
  * idle wire clients ended at once with 57P01, a transaction allowed to finish within
  * `drainTimeoutMs` (then 57P01), one still open after it ended and rolled back, and a second
- * SIGTERM ending everything at once. With one process, and with a primary and two workers.
+ * SIGTERM ending everything at once. With one process, and with a primary and two workers. A REST
+ * request in flight finishes; an open event stream does not hold the stop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -106,6 +107,31 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of running) if (c.exitCode === null && c.pid) process.kill(-c.pid, 'SIGKILL');
   for (const d of dataDirs) await rm(d, { recursive: true, force: true });
+});
+
+describe('repobase serve on SIGTERM, over HTTP', () => {
+  it('lets a REST request in flight finish; an open event stream does not hold the stop', async () => {
+    const s = await serve(1);
+    const http = `http://127.0.0.1:${s.env.REPOBASE_HTTP_PORT}`;
+    const auth = { authorization: `Bearer ${key}` };
+    const events = await fetch(`${http}/api/v1beta/events`, { headers: auth });
+    expect(events.status).toBe(200);
+    const running = fetch(`${http}/api/v1beta/query/`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ query_string: 'SELECT pg_sleep(1.5) IS NOT NULL AS slept' }),
+    });
+    await new Promise((r) => setTimeout(r, 500)); // the statement is running upstream
+    const signalled = Date.now();
+    process.kill(s.child.pid!, 'SIGTERM');
+    const answer = await running;
+    expect(answer.status).toBe(200);
+    expect(((await answer.json()) as { data: unknown }).data).toEqual([[true]]);
+    expect(await s.exited, s.output()).toBe(0);
+    // Stopped once the request was answered, not at the end of the drain window the stream would hold.
+    expect(Date.now() - signalled).toBeLessThan(DRAIN_MS);
+    await events.body?.cancel().catch(() => undefined);
+  }, 30_000);
 });
 
 describe.each([

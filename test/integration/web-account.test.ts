@@ -425,18 +425,28 @@ describe('headers, console files and docs', () => {
   const CSP =
     "default-src 'self';script-src 'self';style-src 'self' 'unsafe-inline';img-src 'self' data:;connect-src 'self';font-src 'self';object-src 'none';base-uri 'self';form-action 'self';frame-ancestors 'none'";
 
-  it('every answer carries the CSP (no inline scripts), nosniff and the referrer policy: pages and API alike', async () => {
-    for (const url of [`${srv.httpUrl}/`, `${srv.httpUrl}/api/v1beta/repos/`, `${srv.httpUrl}/healthz`, `${srv.httpUrl}/api/v1beta/nothing`]) {
+  it('pages carry the CSP (no inline scripts), nosniff, the frame and referrer policies; API answers nosniff, no framing and a CSP that allows nothing', async () => {
+    for (const url of [`${srv.httpUrl}/`, `${srv.httpUrl}/login`, `${srv.httpUrl}/api/docs/`]) {
       const res = await fetch(url, { headers: { accept: 'text/html' } });
       expect(res.headers.get('content-security-policy'), url).toBe(CSP);
       expect(res.headers.get('x-content-type-options'), url).toBe('nosniff');
       expect(res.headers.get('referrer-policy'), url).toBe('strict-origin-when-cross-origin');
       expect(res.headers.get('x-frame-options'), url).toBe('DENY');
+      expect(res.headers.get('cross-origin-opener-policy'), url).toBe('same-origin');
     }
-    // JSON answers are unchanged.
+    for (const url of [`${srv.httpUrl}/api/v1beta/repos/`, `${srv.httpUrl}/healthz`, `${srv.httpUrl}/api/v1beta/nothing`, `${srv.httpUrl}/api/openapi.json`]) {
+      const res = await fetch(url, { headers: { accept: 'text/html' } });
+      expect(res.headers.get('content-type'), url).toMatch(/^application\/json/);
+      expect(res.headers.get('content-security-policy'), url).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(res.headers.get('x-content-type-options'), url).toBe('nosniff');
+      expect(res.headers.get('x-frame-options'), url).toBe('DENY');
+      expect(res.headers.get('cross-origin-resource-policy'), url).toBe('same-origin');
+      // What governs a document's own behaviour is left off answers that are none.
+      expect(res.headers.get('referrer-policy'), url).toBeNull();
+      expect(res.headers.get('cross-origin-opener-policy'), url).toBeNull();
+    }
     const api = await fetch(`${srv.httpUrl}/api/v1beta/repos/`);
     expect(api.status).toBe(401);
-    expect(api.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
   it('serves the console: index.html for / and client routes (no-cache), hashed assets cached for a year, JSON 404s elsewhere', async () => {

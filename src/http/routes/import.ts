@@ -13,7 +13,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type, { type Static } from 'typebox';
 import type { ControlPlane } from '../../control/control-plane.js';
 import { createImportJob, finishImportJob, getImportJob, updateImportJob, type ImportJob } from '../../control/imports.js';
-import { importUpload, invalidCounts, lineOf, previewUpload, type ImportOutcome, type Preview, type Progress } from '../../ingest/index.js';
+import { exampleOfColumn, importUpload, invalidCounts, lineOf, previewUpload, type ImportOutcome, type InferredColumn, type Preview, type Progress } from '../../ingest/index.js';
 import { uploadOptions, type UploadOptions } from '../../ingest/options.js';
 import type { Config } from '../../shared/config.js';
 import { PgError, SqlState } from '../../shared/errors.js';
@@ -31,7 +31,13 @@ export interface ImportDeps {
 /** Multipart framing around the file: a Content-Length past the limit by more is refused unread. */
 const FRAMING_BYTES = 64 * 1024;
 
-const Column = Type.Object({ name: Type.String(), type: Type.String({ description: 'BIGINT, DOUBLE PRECISION, TIMESTAMP WITH TIME ZONE…' }) });
+const Column = Type.Object({
+  name: Type.String(),
+  type: Type.String({ description: 'BIGINT, DOUBLE PRECISION, TIMESTAMP WITH TIME ZONE…' }),
+  written: Type.Optional(Type.String({ description: 'how the values are written, when not as Postgres writes them: a date layout (`Mon D YYYY`, `DD/MM/YYYY`…) or `1,234,567` (thousands separators)' })),
+  example: Type.Optional(Type.String({ description: 'with written: a value written so, e.g. `Jan 31 2000 1:30 PM`' })),
+  ambiguous: Type.Optional(Type.Array(Type.String(), { description: 'a TEXT column of dates that read both month first and day first: the two layouts' })),
+});
 const Job = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
@@ -68,8 +74,15 @@ const tooLarge = (max: number) => new PgError(SqlState.ProgramLimitExceeded, `th
 type JobJson = Static<typeof Job>;
 type ColumnJson = Static<typeof Column>;
 
+function columnJson(c: InferredColumn): ColumnJson {
+  const column: ColumnJson = { name: c.name, type: c.type.toUpperCase() };
+  if (c.written) Object.assign(column, { written: c.written.layout, example: exampleOfColumn(c.type, c.written.layout, c.written.clock12) });
+  if (c.ambiguous) column.ambiguous = c.ambiguous;
+  return column;
+}
+
 function resultJson(o: ImportOutcome): { format: string; header: boolean; delimiter: string | null; columns: ColumnJson[] } {
-  return { format: o.format, header: o.header, delimiter: o.delimiter ?? null, columns: o.columns.map((c) => ({ name: c.name, type: c.type.toUpperCase() })) };
+  return { format: o.format, header: o.header, delimiter: o.delimiter ?? null, columns: o.columns.map(columnJson) };
 }
 
 function jobJson(job: ImportJob): JobJson {

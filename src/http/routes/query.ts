@@ -9,20 +9,21 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
-import type { Decision, HandledAction, Policy, Session } from '../../policy/index.js';
+import { performHandled } from '../../control/handled.js';
+import { errorInOriginal, type Decision, type Policy, type Session } from '../../policy/index.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
-import { schemaHasObjects } from '../../upstream/query-catalog.js';
-import { canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
+import { CancelFlag, canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { TypeCatalog } from '../../upstream/query-types.js';
 import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
 import type { SessionPool } from '../../upstream/session-pool.js';
+import type { UpstreamSession } from '../../upstream/session.js';
 import { principalOf } from '../auth.js';
 import { isDdlTag } from '../../control/audit.js';
 import { audit } from '../metering.js';
-import { countError, decisions, tagOrigin } from '../../observe/metrics.js';
+import { countError, decisions, originOf, tagOrigin } from '../../observe/metrics.js';
 import { publicError } from '../errors.js';
-import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat } from '../result-formats.js';
+import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat, type ResultWriter } from '../result-formats.js';
 import type { RunningQueries } from '../running-queries.js';
 import { QueryHeaders, QueryIdParams, QueryRequest, QueryResult } from '../schemas.js';
 
@@ -41,6 +42,8 @@ export interface QueryDeps {
   running: RunningQueries;
 }
 
+type Started = Awaited<ReturnType<typeof RunningStatement.start>>;
+
 /** Rows per Execute: the unit of memory per request, whatever the size of the result. */
 const BATCH_ROWS = 1000;
 
@@ -54,36 +57,18 @@ function oneStatement(count: number): void {
   });
 }
 
-/** CREATE SCHEMA / DROP SCHEMA of the caller's own repo, done by the control plane as Postgres would answer it; whether it changed anything. */
-async function perform(control: ControlPlane, principal: Principal, action: HandledAction): Promise<boolean> {
-  const ref = { owner: action.owner, repo: action.repo };
-  const name = `${action.owner}/${action.repo}`;
-  if (action.owner !== principal.user) throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${name}"`);
-  const exists = (await control.getRepo(ref)) !== undefined;
-  switch (action.kind) {
-    case 'create_repo':
-      if (exists && action.ifNotExists) return false;
-      await control.createRepo(ref, { isPrivate: true });
-      return true;
-    case 'drop_repo':
-      if (!exists) {
-        if (action.ifExists) return false;
-        throw new PgError(SqlState.InvalidSchemaName, `schema "${name}" does not exist`);
-      }
-      if (!action.cascade && (await schemaHasObjects(control.admin, name))) {
-        throw new PgError('2BP01' /* dependent_objects_still_exist */, `cannot drop schema "${name}" because other objects depend on it`, {
-          hint: 'Use DROP ... CASCADE to drop the dependent objects too.',
-        });
-      }
-      await control.deleteRepo(ref);
-      return true;
-    default:
-      return assertNever(action);
-  }
+/** What each rewrite of the statement changed (see Decision). */
+type Edits = Extract<Decision, { kind: 'rewrite' }>['edits'];
+
+/** A statement to run upstream: the SQL, what rewrites changed in it, and whether it can change a setting (Decision.settingFree). */
+interface Run {
+  sql: string;
+  edits?: Edits;
+  settingFree: boolean;
 }
 
 /** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
-async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<{ sql: string } | { done: string }> {
+async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<Run | { done: string }> {
   // Cached rights and a cached decision are used as they are, without a wait.
   const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
   const decided = deps.policy.decide(sql, rights, SESSION);
@@ -94,17 +79,16 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
       audit(deps.control, req, { action: 'statement_denied', sql, sqlstate: decision.error.code });
       throw tagOrigin(decision.error, 'policy');
     case 'handled':
-      if (await perform(deps.control, principal, decision.action)) {
-        audit(deps.control, req, { action: decision.action.kind === 'create_repo' ? 'repo_create' : 'repo_delete', target: `${decision.action.owner}/${decision.action.repo}`, sql });
-      }
+      oneStatement(decision.commandTags.length);
+      for (const change of await performHandled(deps.control, principal.user, decision.action)) audit(deps.control, req, { ...change, sql });
       deps.control.usage.add(principal.user, { statements: 1 });
-      return { done: decision.commandTag };
+      return { done: decision.commandTags[0] ?? '' };
     case 'allow':
       oneStatement(decision.statements);
-      return { sql };
+      return { sql, settingFree: decision.settingFree === true };
     case 'rewrite':
       oneStatement(decision.statements);
-      return { sql: decision.sql };
+      return { sql: decision.sql, edits: decision.edits, settingFree: decision.settingFree === true };
     default:
       return assertNever(decision);
   }
@@ -118,21 +102,21 @@ function ran(deps: QueryDeps, req: FastifyRequest, principal: Principal, sql: st
 
 /**
  * Starts the statement and returns its answer as a stream; errors before the first row are
- * thrown. When `signal` aborts, the statement is cancelled and ends with 57014.
+ * thrown. When `stop` is raised, the statement is cancelled and ends with 57014.
  */
 async function stream(
   deps: QueryDeps,
   principal: Principal,
-  sql: string,
+  { sql, settingFree }: Run,
   queryString: string,
   format: ResultFormat,
   reply: FastifyReply,
-  signal: AbortSignal,
+  stop: CancelFlag,
 ): Promise<Readable | string> {
   const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
-  let started: Awaited<ReturnType<typeof RunningStatement.start>>;
+  let started: Started;
   try {
-    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), signal);
+    started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), stop, settingFree);
   } catch (err: unknown) {
     deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
     throw tagOrigin((err instanceof PgError && (await deps.control.explainError(err, sql))) || err, 'upstream');
@@ -144,9 +128,31 @@ async function stream(
     // the session back in the pool before the answer leaves. (CSV streams always: its truncation
     // flag is a trailer, which only a chunked answer has.)
     deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
-    ran(deps, reply.request, principal, queryString, statement.outcome.command, started.firstRows.length);
-    return writer.head() + writer.rows(started.firstRows) + writer.end({ ...statement.outcome, truncated: false });
+    const outcome = statement.outcome;
+    ran(deps, reply.request, principal, queryString, outcome.command, started.firstRows.length);
+    return writer.head() + writer.rows(started.firstRows) + writer.end({ command: outcome.command, rowCount: outcome.rowCount, truncated: false });
   }
+  return chunked({ deps, principal, queryString, format, reply, session, started, writer });
+}
+
+/** A statement whose answer did not come whole in its first batch, and what streaming it needs. */
+interface Streaming {
+  deps: QueryDeps;
+  principal: Principal;
+  queryString: string;
+  format: ResultFormat;
+  reply: FastifyReply;
+  session: UpstreamSession;
+  started: Started;
+  writer: ResultWriter;
+}
+
+/**
+ * The answer as a stream of pieces, batch by batch, up to the row cap. Apart from `stream` so
+ * that a request answered in one piece does not make this function's generators.
+ */
+function chunked({ deps, principal, queryString, format, reply, session, started, writer }: Streaming): Readable {
+  const { statement } = started;
   let truncated = false;
   let sent = 0;
   const take = (rows: readonly Row[]): readonly Row[] => {
@@ -202,18 +208,18 @@ async function stream(
 }
 
 /**
- * The signal that ends the request's statement: aborted when the client goes away before the
+ * The flag that ends the request's statement: raised when the client goes away before the
  * answer is complete (a browser's fetch abort closes the connection), or by a cancel of its
  * `X-Query-Id`, registered until the answer ends.
  */
-function requestSignal(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): AbortSignal {
-  const query = new AbortController();
-  const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, query);
+function requestStop(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): CancelFlag {
+  const stop = new CancelFlag();
+  const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, stop);
   reply.raw.once('close', () => {
     unregister?.();
-    if (!reply.raw.writableFinished) query.abort(new Error('the client went away'));
+    if (!reply.raw.writableFinished) stop.cancel();
   });
-  return query.signal;
+  return stop;
 }
 
 /** `POST /query/` and `POST /query/<id>/cancel`. */
@@ -235,7 +241,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       const principal = principalOf(req);
       const queryString = req.body.query_string;
       const format = negotiateFormat(req.headers.accept);
-      const signal = requestSignal(deps, principal, req.headers['x-query-id'], reply);
+      const stop = requestStop(deps, principal, req.headers['x-query-id'], reply);
       const next = await decide(deps, principal, queryString, req);
       // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
       const raw: FastifyReply = reply;
@@ -245,8 +251,14 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
         return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
       }
       req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
-      if (signal.aborted) throw canceled();
-      return raw.send(await stream(deps, principal, next.sql, queryString, format, raw, signal));
+      if (stop.cancelled) throw canceled();
+      try {
+        return raw.send(await stream(deps, principal, next, queryString, format, raw, stop));
+      } catch (err: unknown) {
+        // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
+        if (next.edits === undefined || !(err instanceof PgError) || err.position === undefined) throw err;
+        throw tagOrigin(errorInOriginal(err, next.sql, queryString, next.edits), originOf(err) ?? 'upstream');
+      }
     },
   );
 

@@ -41,6 +41,9 @@ const EDGE = [
   'true', 'TRUE', 'True', 'false', 't', 'F', 'yes', 'NO', 'y', 'n', 'on', 'off', 'tru', 'truee', 'falsé', 'ｔrue', 'T', '1', 'yes ',
   '{}', '[]', '{"a":1}', '[1,2', '{not json}', '{"a":"\\u0000"}', '[1]x', '{"é": "ü"}', '[', ']', '{',
   'NaN', 'Infinity', '-Infinity', 'é', '日本語', '😀', '2024-01-01é',
+  '1,234', '-1,234', '1,234.5', '1,234.', '1,23', '12,345,678', '0,123', '1,2345', '1,234,56', ',123', '-,123', '1,234e5', '1,234.5.6',
+  '1,234,567,890,123,456', '9,223,372,036,854,775,807', '9,223,372,036,854,775,808', '1,' + '000,'.repeat(100) + '000.5',
+  'Jan 1 2000', 'jan 31 2000 1:30 PM', 'January 31, 2000', '31 Jan 2000', '31-Jan-2000', '2000/01/31 13:30:00 +01:00', 'Feb 29 2023', 'Sept 3, 2012 10:00Z',
 ];
 
 describe('classifyBytes agrees with classify', () => {
@@ -82,6 +85,29 @@ describe('classifyBytes agrees with classify', () => {
     expectSame(texts);
   });
 
+  test('random dates and numbers as people write them, and near misses', () => {
+    const next = random(11);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
+    const d = (w: number) => String(Math.floor(next() * 10 ** w)).padStart(next() < 0.7 ? w : 1, '0');
+    const months = ['Jan', 'jan', 'JAN', 'January', 'Sept', 'sep', 'May', 'Jon', 'Decem', 'december'];
+    const texts: string[] = [];
+    for (let n = 0; n < 20000; n++) {
+      const date = pick([
+        () => `${d(4)}/${d(2)}/${d(2)}`,
+        () => `${d(2)}${pick(['/', '.', '-'])}${d(2)}${pick(['/', '.', '-'])}${d(4)}`,
+        () => `${pick(months)} ${d(2)}${pick(['', ',', ' ,'])} ${d(4)}`,
+        () => `${d(2)}${pick([' ', '-'])}${pick(months)}${pick([' ', '-'])}${d(4)}`,
+      ])();
+      const time = next() < 0.4 ? '' : `${pick([' ', 'T', '  '])}${d(2)}:${d(2)}${next() < 0.5 ? `:${d(2)}` : ''}${next() < 0.3 ? `.${d(1 + Math.floor(next() * 10))}` : ''}`;
+      const ampm = time && next() < 0.4 ? pick([' AM', 'pm', ' Pm', ' A', ' PMX']) : '';
+      const zone = time && next() < 0.4 ? `${pick(['', ' '])}${pick(['Z', `+${d(2)}`, `-${d(2)}:${d(2)}`, `+${d(2)}${d(2)}`, '+1'])}` : '';
+      texts.push(date + time + ampm + zone);
+      const groups = Array.from({ length: 1 + Math.floor(next() * 6) }, () => d(3)).join(pick([',', ',', ',', '.', ' ']));
+      texts.push(`${next() < 0.2 ? '-' : ''}${pick(['', '1', '12', '123', '0', '1234'])}${groups}${next() < 0.3 ? `.${d(2)}` : ''}`);
+    }
+    expectSame(texts);
+  });
+
   test('random numbers around the int8 and double limits', () => {
     const next = random(3);
     const texts: string[] = [];
@@ -96,9 +122,9 @@ describe('classifyBytes agrees with classify', () => {
   });
 
   test('the answers are the specific bits, not just "same as classify"', () => {
-    expect(viaBytes('9007199254740993')).toBe(Bit.Bigint | Bit.NumericInt | Bit.NumericAny);
-    expect(viaBytes('2024-03-04T05:06:07+02:00')).toBe(Bit.TimestampTz);
-    expect(viaBytes('01/02/2024')).toBe(Bit.DateMdySlash | Bit.DateDmySlash);
+    expect(viaBytes('9007199254740993')).toBe(Bit.Bigint | Bit.NumericInt | Bit.NumericAny | Bit.Bare);
+    expect(viaBytes('2024-03-04T05:06:07+02:00')).toBe(Bit.TimestampTz | Bit.Iso | Bit.Clock24);
+    expect(viaBytes('01/02/2024')).toBe(Bit.Date | Bit.Timestamp | Bit.Clock24 | Bit.Clock12 | Bit.MdySlash | Bit.DmySlash);
     expect(classifyBytes(Buffer.from('{"a":1}'), 0, 7)).toBe(SLOW);
     expect(classifyBytes(Buffer.from('{"a":1'), 0, 6)).toBe(0);
   });

@@ -9,7 +9,8 @@ import { describe, expect, test } from 'vitest';
 import { csvReader } from '../../../src/ingest/csv.js';
 import { CsvScan, SKIP_FIRST } from '../../../src/ingest/csv-scan.js';
 import { columnNames } from '../../../src/ingest/names.js';
-import type { HeaderMode } from '../../../src/ingest/types.js';
+import type { HeaderMode, Written } from '../../../src/ingest/types.js';
+import type { DateLayout } from '../../../src/ingest/written.js';
 import { chunks, preview } from './helpers.js';
 import { random, randomCsv } from './random-csv.js';
 
@@ -17,7 +18,7 @@ interface Result {
   error?: string;
   header?: boolean;
   rows?: number;
-  columns?: { name: string; type: string; dateLayout?: string | undefined }[];
+  columns?: { name: string; type: string; written?: Written | undefined; ambiguous?: DateLayout[] | undefined }[];
 }
 
 function scan(text: string, size: number, opts: { delimiter?: string; nullText?: string; header?: HeaderMode } = {}): { scan: CsvScan; result: Result; forwarded: string } {
@@ -54,7 +55,7 @@ function scan(text: string, size: number, opts: { delimiter?: string; nullText?:
 async function rowPath(text: string, opts: { delimiter?: string; nullText?: string; header?: HeaderMode } = {}): Promise<Result> {
   try {
     const p = await preview(text, { format: 'csv', delimiter: opts.delimiter ?? ',', nullValues: [opts.nullText ?? ''], header: opts.header ?? 'auto' }, 4096);
-    return { header: p.header, rows: p.rows, columns: p.columns.map((c) => ({ name: c.name, type: c.type, dateLayout: c.dateLayout })) };
+    return { header: p.header, rows: p.rows, columns: p.columns.map((c) => ({ name: c.name, type: c.type, written: c.written, ambiguous: c.ambiguous })) };
   } catch (err: unknown) {
     return { error: (err as Error).message };
   }

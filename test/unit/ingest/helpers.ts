@@ -13,5 +13,5 @@ export function preview(data: string | Buffer, opts: Partial<ParseOptions> = {},
 
 /** name → type of a preview, in order. */
 export function typesOf(p: Preview): Record<string, string> {
-  return Object.fromEntries(p.columns.map((c) => [c.name, c.dateLayout ? `date ${c.dateLayout}` : c.type]));
+  return Object.fromEntries(p.columns.map((c) => [c.name, c.written ? `${c.type} ${c.written.layout}${c.written.clock12 ? ' 12h' : ''}` : c.type]));
 }

@@ -1,6 +1,8 @@
 /** The `columns` field of an upload: types spelled every way people write them, names, shapes. */
 import { describe, expect, test } from 'vitest';
 import { parseOverrides, resolveColumns, sqlTypeOf } from '../../../src/ingest/overrides.js';
+import type { InferredColumn } from '../../../src/ingest/types.js';
+import { GROUPED } from '../../../src/ingest/written.js';
 import { PgError } from '../../../src/shared/errors.js';
 
 describe('sqlTypeOf', () => {
@@ -82,24 +84,29 @@ describe('parseOverrides', () => {
 });
 
 describe('resolveColumns', () => {
-  const inferred = [
-    { name: 'when', type: 'date' as const, dateLayout: 'MM/DD/YYYY' },
+  const inferred: InferredColumn[] = [
+    { name: 'when', type: 'date' as const, written: { layout: 'MM/DD/YYYY' as const } },
     { name: 'zip', type: 'text' as const },
-    { name: 'amount', type: 'double precision' as const },
+    { name: 'amount', type: 'double precision' as const, written: { layout: GROUPED } },
   ];
 
   test('no overrides: the inferred columns', () => {
     expect(resolveColumns(inferred, undefined)).toEqual(inferred);
   });
 
-  test('names and types replace; a DATE keeps the inferred layout, another type drops it', () => {
-    expect(resolveColumns(inferred, parseOverrides('[{"type": "DATE"}, {"name": "postcode"}, {"type": "NUMERIC(10,2)"}]'))).toEqual([
-      { name: 'when', type: 'date', dateLayout: 'MM/DD/YYYY' },
-      { name: 'postcode', type: 'text', dateLayout: undefined },
-      { name: 'amount', type: 'numeric(10,2)', dateLayout: undefined },
+  test('names and types replace; a type of the same family keeps how values are written, another drops it', () => {
+    expect(resolveColumns(inferred, parseOverrides('[{"type": "TIMESTAMP"}, {"name": "postcode"}, {"type": "NUMERIC(10,2)"}]'))).toEqual([
+      { name: 'when', type: 'timestamp without time zone', written: { layout: 'MM/DD/YYYY' } },
+      { name: 'postcode', type: 'text' },
+      { name: 'amount', type: 'numeric(10,2)', written: { layout: GROUPED } },
     ]);
-    expect(resolveColumns(inferred, parseOverrides('[{"type": "TEXT"}, {}, {}]'))[0]).toEqual({ name: 'when', type: 'text', dateLayout: undefined });
-    expect(resolveColumns([{ name: 'd', type: 'text' }], parseOverrides('[{"type": "DATE"}]'))).toEqual([{ name: 'd', type: 'date', dateLayout: undefined }]);
+    expect(resolveColumns(inferred, parseOverrides('[{"type": "TEXT"}, {}, {"type": "TEXT"}]'))).toEqual([
+      { name: 'when', type: 'text' },
+      { name: 'zip', type: 'text' },
+      { name: 'amount', type: 'text' },
+    ]);
+    expect(resolveColumns(inferred, parseOverrides('[{"type": "BIGINT"}, {}, {"type": "DATE"}]')).map((c) => c.written)).toEqual([undefined, undefined, undefined]);
+    expect(resolveColumns([{ name: 'd', type: 'text', ambiguous: ['MM/DD/YYYY', 'DD/MM/YYYY'] }], parseOverrides('[{"type": "DATE"}]'))).toEqual([{ name: 'd', type: 'date' }]);
   });
 
   test('the wrong number of entries, and a new name another column has', () => {

@@ -1,9 +1,10 @@
 /**
- * The metrics registry: tallies reach their counters when scraped, live states are summed over
- * their sources and leave with them, and an error's class label stays within SQLSTATE classes.
+ * The metrics registry: tallies reach their counters and histograms when scraped, live states are
+ * summed over their sources and leave with them, and an error's class label stays within SQLSTATE
+ * classes.
  */
 import { describe, expect, it } from 'vitest';
-import { countError, decisions, localMetrics, watchPool, watchWireClients } from '../../../src/observe/metrics.js';
+import { countError, countHttpRequest, decisions, localMetrics, watchPool, watchWireClients } from '../../../src/observe/metrics.js';
 
 /** The value of one series in the exposition text (undefined when absent). */
 async function value(series: string): Promise<number | undefined> {
@@ -52,5 +53,23 @@ describe('metrics registry', () => {
     expect(text).toContain('repobase_errors_total{front_end="wire",origin="upstream",class="42"} 1');
     expect(text).toContain('repobase_errors_total{front_end="wire",origin="upstream",class="XX"} 1');
     expect(text).not.toContain('alice');
+  });
+
+  it('counts HTTP requests by method, route and status, and their durations in cumulative buckets', async () => {
+    const series = (rest: string) => `repobase_http_request_duration_seconds${rest}`;
+    for (const seconds of [0.0005, 0.002, 0.002, 0.3, 60]) countHttpRequest('GET', '/unit/:id', 200, seconds);
+    countHttpRequest('GET', '/unit/:id', 404, 0.001);
+    expect(await value('repobase_http_requests_total{method="GET",route="/unit/:id",status="200"}')).toBe(5);
+    expect(await value('repobase_http_requests_total{method="GET",route="/unit/:id",status="404"}')).toBe(1);
+    const labels = 'method="GET",route="/unit/:id"';
+    expect(await value(series(`_bucket{${labels},le="0.001"}`))).toBe(2); // 0.0005 and the 404's 0.001
+    expect(await value(series(`_bucket{${labels},le="0.0025"}`))).toBe(4);
+    expect(await value(series(`_bucket{${labels},le="0.25"}`))).toBe(4);
+    expect(await value(series(`_bucket{${labels},le="0.5"}`))).toBe(5);
+    expect(await value(series(`_bucket{${labels},le="30"}`))).toBe(5);
+    expect(await value(series(`_bucket{${labels},le="+Inf"}`))).toBe(6);
+    expect(await value(series(`_count{${labels}}`))).toBe(6);
+    expect(await value(series(`_sum{${labels}}`))).toBeCloseTo(60.3055, 6);
+    expect(await localMetrics()).toContain('# TYPE repobase_http_request_duration_seconds histogram');
   });
 });

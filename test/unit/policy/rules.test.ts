@@ -35,19 +35,44 @@ describe('roles and privileges', () => {
     ['REVOKE bob FROM alice', denied()],
     ['REASSIGN OWNED BY alice TO bob', denied()],
     ['DROP OWNED BY alice', denied()],
-    ['GRANT SELECT ON "alice/sales".t TO bob', denied()],
     ['GRANT ALL ON ALL TABLES IN SCHEMA "alice/sales" TO PUBLIC', denied()],
     ['REVOKE ALL ON SCHEMA "alice/sales" FROM PUBLIC', denied()],
-    ['GRANT USAGE ON SCHEMA "alice/sales" TO bob', denied()],
-    ['ALTER DEFAULT PRIVILEGES IN SCHEMA "alice/sales" GRANT SELECT ON TABLES TO bob', denied()],
+    ['REVOKE SELECT ON "alice/sales".t FROM bob', denied()],
+    ['GRANT SELECT ON t TO bob', denied()],
+    ['GRANT SELECT ON "bob/secret".t TO carol', denied('bob/secret')],
+    ['GRANT USAGE ON SCHEMA "carol/shared" TO dave', denied('carol/shared')],
+    ['GRANT TRUNCATE ON "alice/sales".t TO bob', denied()],
+    ['GRANT SELECT (a) ON "alice/sales".t TO bob', denied()],
+    ['GRANT SELECT ON "alice/sales".t TO bob WITH GRANT OPTION', denied()],
+    ['GRANT CREATE ON SCHEMA "alice/sales" TO bob', denied()],
+    ['GRANT EXECUTE ON FUNCTION "alice/sales".f() TO bob', denied()],
+    ['GRANT INSERT ON "alice/sales".t TO PUBLIC', denied()],
+    ['ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO bob', denied()],
+    ['ALTER DEFAULT PRIVILEGES FOR ROLE bob IN SCHEMA "alice/sales" GRANT SELECT ON TABLES TO carol', denied()],
+    ['GRANT USAGE ON SCHEMA "alice/sales" TO bob; SELECT 1', unsupported],
+    // GRANTs the collaborator model expresses are sharing, done by the control plane (a restored pg_dump).
+    ['GRANT SELECT ON "alice/sales".t TO bob', handled({ kind: 'share', owner: 'alice', grants: [{ repo: 'sales', grantee: 'bob', level: 'read' }] })],
+    ['GRANT USAGE ON SCHEMA "alice/sales" TO bob, PUBLIC', handled({ kind: 'share', owner: 'alice', grants: [{ repo: 'sales', grantee: 'bob', level: 'read' }, { repo: 'sales', grantee: null, level: 'read' }] })],
+    ['GRANT SELECT,INSERT,UPDATE,DELETE ON TABLE "alice/sales".t TO bob;\nGRANT SELECT,USAGE ON SEQUENCE "alice/sales".s TO carol;',
+      handled({ kind: 'share', owner: 'alice', grants: [{ repo: 'sales', grantee: 'bob', level: 'write' }, { repo: 'sales', grantee: 'carol', level: 'write' }] })],
+    ['ALTER DEFAULT PRIVILEGES FOR ROLE alice IN SCHEMA "alice/sales" GRANT SELECT ON TABLES TO bob',
+      handled({ kind: 'share', owner: 'alice', grants: [{ repo: 'sales', grantee: 'bob', level: 'read' }] })],
+    ['GRANT ALL ON SCHEMA "alice/sales" TO alice', denied()],
+    ['GRANT USAGE ON SCHEMA "alice/sales" TO alice', handled({ kind: 'share', owner: 'alice', grants: [] })],
     ['ALTER TABLE "alice/sales".t OWNER TO bob', denied()],
     ['ALTER FUNCTION "alice/sales".f() OWNER TO bob', denied()],
     ['ALTER SCHEMA "alice/sales" OWNER TO bob', denied()],
-    ['ALTER TYPE "alice/sales".mood OWNER TO CURRENT_USER', denied()],
+    ['ALTER TABLE "bob/secret".t OWNER TO alice', denied('bob/secret')],
+    ['ALTER TYPE "alice/sales".mood OWNER TO PUBLIC', denied()],
+    // The owner already: a no-op, as a restored pg_dump script carries it.
+    ['ALTER TYPE "alice/sales".mood OWNER TO CURRENT_USER', allow],
+    ['ALTER SCHEMA "alice/sales" OWNER TO alice', allow],
+    ['ALTER TABLE "alice/sales".t OWNER TO alice', allow],
+    ['ALTER FUNCTION "alice/sales".f(int) OWNER TO "alice"', allow],
   ]);
 
-  test('GRANT is refused with a pointer to the sharing API', async () => {
-    const d = await decide('GRANT SELECT ON "alice/sales".t TO bob');
+  test('GRANT beyond the collaborator model is refused with a pointer to the sharing API', async () => {
+    const d = await decide('GRANT TRUNCATE ON "alice/sales".t TO bob');
     expect(d.kind === 'deny' && d.error.hint).toContain('PUT /api/v1beta/repos/<user>/<repo>/collaborators/<name>');
   });
 });
@@ -157,8 +182,8 @@ describe('repos in SQL', () => {
   ]);
 
   test('the command tag is the one Postgres would send', async () => {
-    expect(await decide('CREATE SCHEMA "alice/new"')).toMatchObject({ kind: 'handled', commandTag: 'CREATE SCHEMA' });
-    expect(await decide('DROP SCHEMA "alice/new"')).toMatchObject({ kind: 'handled', commandTag: 'DROP SCHEMA' });
+    expect(await decide('CREATE SCHEMA "alice/new"')).toMatchObject({ kind: 'handled', commandTags: ['CREATE SCHEMA'] });
+    expect(await decide('DROP SCHEMA "alice/new"')).toMatchObject({ kind: 'handled', commandTags: ['DROP SCHEMA'] });
   });
 
   test('a schema that is not a repo gets a hint to create one', async () => {

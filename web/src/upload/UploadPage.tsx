@@ -17,6 +17,7 @@ import { FileDrop } from './FileDrop.tsx';
 import { columnNameProblems, formatBytes, tableNameFromFile, tableNameProblem } from './names.ts';
 import { PreviewRows } from './PreviewRows.tsx';
 import { getJob, previewFile, startUpload, type ImportMode, type Job, type Preview } from './requests.ts';
+import { layoutToSend } from './written.ts';
 import './upload.css';
 
 export default function UploadPage({ owner, repo }: { owner: string; repo: string }) {
@@ -74,6 +75,7 @@ function UploadWizard({ repo }: { repo: RepoDetail }) {
   const [preview, setPreview] = useState<PreviewState>({ status: 'none' });
   const [names, setNames] = useState<string[]>([]);
   const [types, setTypes] = useState<string[]>([]);
+  const [layouts, setLayouts] = useState<(string | undefined)[]>([]);
   const [table, setTable] = useState('');
   const [mode, setMode] = useState<ImportMode>(isOwner ? 'create' : 'append');
   const [problems, setProblems] = useState<Problems | null>(null);
@@ -109,6 +111,7 @@ function UploadWizard({ repo }: { repo: RepoDetail }) {
       if (ticket !== previewTicket.current || !alive.current) return;
       setNames(data.columns.map((c) => c.name));
       setTypes(data.columns.map((c) => c.type));
+      setLayouts(data.columns.map((c) => c.ambiguous?.[0]));
       setPreview({ status: 'ready', data });
     } catch (err) {
       if (ticket === previewTicket.current && alive.current) setPreview({ status: 'error', error: toApiError(err) });
@@ -164,7 +167,8 @@ function UploadWizard({ repo }: { repo: RepoDetail }) {
       return;
     }
     const changed = data.columns.some((c, i) => names[i] !== c.name || types[i] !== c.type);
-    const columns = mode !== 'append' && changed ? data.columns.map((_, i) => ({ name: names[i]!, type: types[i]! })) : undefined;
+    // With the type, how the values were found written (or the layout chosen for dates that read both ways).
+    const columns = mode !== 'append' && changed ? data.columns.map((c, i) => ({ name: names[i]!, type: types[i]!, written: layoutToSend(c, types[i]!, layouts[i]) })) : undefined;
     setUpload({ status: 'sending' });
     // The job is followed from the moment its id is known: from the answer's headers, else its body.
     const tracking: { job: Promise<void> | null } = { job: null };
@@ -222,10 +226,12 @@ function UploadWizard({ repo }: { repo: RepoDetail }) {
                     inferred={ready.columns}
                     names={names}
                     types={types}
+                    layouts={layouts}
                     problems={problems?.columns ?? []}
                     readOnly={mode === 'append' || busy}
                     onName={(i, name) => setNames((all) => all.map((n, k) => (k === i ? name : n)))}
                     onType={(i, type) => setTypes((all) => all.map((t, k) => (k === i ? type : t)))}
+                    onLayout={(i, layout) => setLayouts((all) => all.map((l, k) => (k === i ? layout : l)))}
                   />
                   <h3 className="upload-rows-heading">Preview</h3>
                   <PreviewRows names={mode === 'append' ? ready.columns.map((c) => c.name) : names} data={ready.data} total={ready.rows} />

@@ -9,6 +9,12 @@ import { ApiError, send } from '../api.ts';
 export interface Column {
   name: string;
   type: string;
+  /** How the values are written when not as Postgres writes them: a date layout (`Mon D YYYY`…) or `1,234,567`. */
+  written?: string;
+  /** With written: a value written so (`Jan 31 2000`). */
+  example?: string;
+  /** A TEXT column of dates that read both month first and day first: the two layouts. */
+  ambiguous?: string[];
 }
 
 export interface Preview {
@@ -70,8 +76,8 @@ export interface UploadRequest {
   repo: string;
   table: string;
   mode: ImportMode;
-  /** Names and types for the file's columns, in order; left out to keep what was inferred. */
-  columns?: Column[];
+  /** Names, types (and layouts) for the file's columns, in order; left out to keep what was inferred. */
+  columns?: { name: string; type: string; written?: string }[];
   file: File;
 }
 
