@@ -7,10 +7,9 @@
  * `lo_import` / `lo_export` (files on the database host) are not among them. The objects belong to
  * the caller's role, and Postgres keeps each private to its owner (lo_compat_privileges off).
  */
-import type { Queryable } from '../control/db.js';
-import { query } from '../control/db.js';
 import { decodeFunctionCall } from '../protocol/index.js';
 import { PgError, SqlState } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
 
 /** libpq's large-object API (fe-lobj.c), as the server names its functions. */
 export const LARGE_OBJECT_FUNCTIONS = [
@@ -18,25 +17,43 @@ export const LARGE_OBJECT_FUNCTIONS = [
   'lo_truncate', 'lo_truncate64', 'lo_creat', 'lo_create', 'lo_unlink',
 ] as const;
 
-/** The large-object functions of the server, name by oid (pg_catalog's own, every overload). */
-export async function largeObjectFunctions(db: Queryable): Promise<ReadonlyMap<number, string>> {
-  const res = await query<{ oid: number; proname: string }>(
-    db,
-    `SELECT p.oid::int AS oid, p.proname FROM pg_catalog.pg_proc p
-      WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname = ANY($1::text[])`,
-    [LARGE_OBJECT_FUNCTIONS],
-  );
-  return new Map(res.rows.map((r) => [Number(r.oid), r.proname]));
+const SQL = `SELECT p.oid::int AS oid, p.proname FROM pg_catalog.pg_proc p
+  WHERE p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace AND p.proname IN (${LARGE_OBJECT_FUNCTIONS.map((n) => `'${n}'`).join(', ')})`;
+
+/** The server's large-object functions, name by oid. */
+export interface LargeObjectFunctions {
+  /** The function `frame` (a FunctionCall) calls; throws the client's error for any other. */
+  call(frame: Buffer): string;
 }
 
-/** The large-object function `frame` (a FunctionCall) calls; throws the client's error for any other. */
-export function largeObjectCall(frame: Buffer, functions: ReadonlyMap<number, string>): string {
-  const { functionOid } = decodeFunctionCall(frame);
-  const name = functions.get(functionOid);
-  if (name === undefined) {
-    throw new PgError(SqlState.FeatureNotSupported, `the function call protocol message is supported only for the large-object functions (${LARGE_OBJECT_FUNCTIONS.join(', ')}); function ${functionOid} is not one`, {
-      hint: 'call the function in a SELECT',
-    });
-  }
-  return name;
+/** Reads the functions' oids from the server once (again after a failure, when next asked). */
+export function loadLargeObjectFunctions(query: (sql: string) => Promise<{ rows: { oid: number; proname: string }[] }>, log: Logger): LargeObjectFunctions {
+  let names: ReadonlyMap<number, string> | undefined;
+  let loading: Promise<void> | undefined;
+  const load = () => {
+    loading ??= query(SQL).then(
+      ({ rows }) => void (names = new Map(rows.map((r) => [Number(r.oid), r.proname]))),
+      (err: unknown) => {
+        log.warn({ err }, 'the oids of the large-object functions could not be read: FunctionCall is refused meanwhile');
+        setTimeout(() => (loading = undefined), 10_000).unref();
+      },
+    );
+  };
+  load();
+  return {
+    call(frame: Buffer): string {
+      const { functionOid } = decodeFunctionCall(frame);
+      if (names === undefined) {
+        load();
+        throw new PgError(SqlState.CannotConnectNow, 'the large-object functions of the server are not known yet', { hint: 'try again in a moment' });
+      }
+      const name = names.get(functionOid);
+      if (name === undefined) {
+        throw new PgError(SqlState.FeatureNotSupported, `the function call protocol message is supported only for the large-object functions (${LARGE_OBJECT_FUNCTIONS.join(', ')}); function ${functionOid} is not one`, {
+          hint: 'call the function in a SELECT',
+        });
+      }
+      return name;
+    },
+  };
 }
