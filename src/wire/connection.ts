@@ -244,6 +244,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         responseTimeoutMs: deps.config.upstreamResponseTimeoutMs,
         sendTimeoutMs: deps.config.pgSendTimeoutMs,
         largeObjects: deps.largeObjects,
+        greeting,
         acquire: () => deps.pool.acquire(role, params),
         release: (s, how) => deps.pool.release(role, pooling === undefined ? params : BASELINE, s, how),
         pooling,
