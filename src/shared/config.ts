@@ -57,6 +57,7 @@ export const ConfigSchema = Type.Object({
   pgSendTimeoutMs: Positive('a wire client that reads nothing of a pending answer for this many milliseconds is closed; its statement is cancelled and its upstream session reset for the next client'),
   pgIdleTimeoutMs: Type.Integer({ minimum: 0, description: 'close wire clients idle (outside a transaction) this long; 0 = never' }),
   pgMaxMessageBytes: Positive('largest protocol message accepted from a wire client (08P01 past it)'),
+  pgLargeMessagesBytes: Positive('bytes of large client messages (1 MiB and more) a process reads and judges at once; a client whose large message does not fit waits, its socket paused, until one is done'),
   pgSessionsPerUser: Positive('upstream backends one user may hold through the wire front end at once; a client past it waits in line for one (53300 after pgPoolTimeoutMs)'),
   pgPoolMode: Type.Union([Type.Literal('transaction'), Type.Literal('session')], {
     description:

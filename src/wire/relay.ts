@@ -33,6 +33,7 @@ import { Answers, pending, type AnswersHost, type Pending } from './answers.js';
 import { BackendLink, type Link } from './backend-link.js';
 import { Backpressure } from './backpressure.js';
 import { runHandled } from './handled.js';
+import { LargeMessageGate, type MessageBudget } from './large-messages.js';
 import type { LargeObjectFunctions } from './large-objects.js';
 import { mayChangeReading, TextOf, UNREADABLE } from './reading.js';
 
@@ -52,6 +53,8 @@ export interface RelayDeps {
   sendTimeoutMs?: number;
   /** The settings the client was greeted with (session mode: its reading settings until a backend serves it). */
   greeting?: ReadonlyMap<string, string>;
+  /** The process's budget for large client messages (see large-messages.ts). */
+  largeMessages?: MessageBudget;
   /** The large-object functions, the only ones a FunctionCall message may call. */
   largeObjects?: LargeObjectFunctions;
   /** A backend for the client (session mode: its first request; pooling: `pooling` says). */
@@ -70,6 +73,9 @@ export class Relay {
   private discarding = false;
   // A decision in flight (large statement parsed off-thread, a handled statement), or a backend awaited.
   private blocked = false;
+  /** The work the stream is blocked on, while it lasts (a large message's budget goes back when it settles). */
+  private blocking: Promise<void> | undefined;
+  private readonly gate: LargeMessageGate | undefined;
   private readonly backlog: Frame[] = [];
   private finished = false;
   private upstreamFatal = false;
@@ -94,6 +100,7 @@ export class Relay {
   ) {
     this.toClient = new Run(client);
     this.meter = deps.control.usage.meter(principal.user);
+    this.gate = deps.largeMessages === undefined ? undefined : new LargeMessageGate(deps.largeMessages, clientReader);
     this.pooling = deps.pooling;
     const meter = new AnswerMeter(this.meter, (target) => this.audit({ action: 'ddl', target, sql: this.answers.headSql }));
     this.answers = new Answers(this.toClient, this.answersHost(), meter);
@@ -224,6 +231,8 @@ export class Relay {
     try {
       this.clientReader.push(chunk, this.onClientFrame);
       this.backend.toUpstream.flush();
+      const wait = this.gate?.afterChunk(this.blocking);
+      if (wait !== undefined) this.block(wait);
     } catch (err: unknown) {
       this.fatal(err);
     }
@@ -307,7 +316,7 @@ export class Relay {
   private block(work: Promise<void>): void {
     this.blocked = true;
     this.client.pause();
-    work
+    const done = work
       .catch((err: unknown) => this.finished || this.refuse(this.toClientError(err)))
       .then(() => {
         if (this.finished) return; // the client left: what it sent after is not run
@@ -324,6 +333,10 @@ export class Relay {
         }
       })
       .catch((err: unknown) => this.fatal(err));
+    this.blocking = done;
+    void done.then(() => {
+      if (this.blocking === done) this.blocking = undefined;
+    });
   }
 
   /**
@@ -689,6 +702,7 @@ export class Relay {
   private end(clientLeft: boolean, settleUpstream = false): void {
     if (this.finished) return;
     this.finished = true;
+    this.gate?.close(this.blocking);
     this.meter.close();
     this.toClient.flush();
     this.client.off('data', this.onClientData);
