@@ -30,6 +30,7 @@ import {
 } from '../protocol/index.js';
 import { FrameQueue } from './frame-queue.js';
 import { countError } from '../observe/metrics.js';
+import type { LargeObjectFunctions } from './large-objects.js';
 import { Relay } from './relay.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { upstreamStartup } from './startup-params.js';
@@ -46,6 +47,7 @@ export interface WireDeps {
   /** Pooling by transaction (`pgPoolMode` transaction): what start-up parameters make of a session. */
   startup?: StartupSettings | undefined;
   builtins: BuiltinFunctions;
+  largeObjects: LargeObjectFunctions;
   cancels: CancelRegistry;
   tls: TlsMaterial;
   throttle: FailureThrottle;
@@ -241,6 +243,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         auditOrigin,
         responseTimeoutMs: deps.config.upstreamResponseTimeoutMs,
         sendTimeoutMs: deps.config.pgSendTimeoutMs,
+        largeObjects: deps.largeObjects,
         acquire: () => deps.pool.acquire(role, params),
         release: (s, how) => deps.pool.release(role, pooling === undefined ? params : BASELINE, s, how),
         pooling,

@@ -12,8 +12,7 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { performHandled } from '../control/handled.js';
-import { errorInOriginal, misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
+import { misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
@@ -34,6 +33,7 @@ import { Answers, pending, type AnswersHost, type Pending } from './answers.js';
 import { BackendLink, type Link } from './backend-link.js';
 import { Backpressure } from './backpressure.js';
 import { runHandled } from './handled.js';
+import type { LargeObjectFunctions } from './large-objects.js';
 
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
@@ -49,6 +49,8 @@ export interface RelayDeps {
   responseTimeoutMs?: number;
   /** `pgSendTimeoutMs`: a client that reads nothing of a pending answer this long is closed. */
   sendTimeoutMs?: number;
+  /** The large-object functions, the only ones a FunctionCall message may call. */
+  largeObjects?: LargeObjectFunctions;
   /** A backend for the client (session mode: its first request; pooling: `pooling` says). */
   acquire(): Promise<UpstreamSession>;
   /** Gives a backend back. */
@@ -246,7 +248,7 @@ export class Relay {
       case FrontendCode.Sync:
         return this.onSync(frame);
       case FrontendCode.FunctionCall:
-        return this.refuse(new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' }));
+        return this.onFunctionCall(frame);
       case FrontendCode.Terminate:
         return this.end(true);
       case FrontendCode.CopyData:
@@ -376,6 +378,22 @@ export class Relay {
   private sendInternal(job: Internal): void {
     for (const f of job.frames) this.backend.toUpstream.write(f);
     this.answers.internal(job);
+  }
+
+  /** A FunctionCall: a large-object function, sent as it came; anything else refused. */
+  private onFunctionCall(frame: Buffer): void {
+    if (this.discarding) return;
+    try {
+      if (this.batch !== undefined) throw new PgError(SqlState.FeatureNotSupported, 'a function call cannot come inside an extended-protocol batch', { hint: 'send Sync first' });
+      if (this.deps.largeObjects === undefined) throw new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' });
+      this.deps.largeObjects.call(frame);
+    } catch (err: unknown) {
+      return this.refuse(this.statementError(err));
+    }
+    if (!this.ready(FrontendCode.FunctionCall, frame)) return;
+    this.beforeRequest(undefined, false);
+    this.backend.toUpstream.add(frame);
+    this.answers.request(pending([], undefined));
   }
 
   private onParse(frame: Buffer): void {

@@ -18,6 +18,7 @@ import type { Relay } from './relay.js';
 import { loadTls } from './tls.js';
 import { watchPins, watchWireClients, type WireClientStates } from '../observe/metrics.js';
 import { loadBuiltins } from './builtins.js';
+import { loadLargeObjectFunctions } from './large-objects.js';
 import { StartupSettings } from './startup-settings.js';
 import { PIN_REASONS, type PinReason } from './client-state.js';
 
@@ -97,6 +98,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     pool,
     startup: pooling ? new StartupSettings(pool) : undefined,
     builtins: loadBuiltins((sql) => cluster.admin.query<{ proname: string }>(sql), log),
+    largeObjects: loadLargeObjectFunctions((sql) => cluster.admin.query<{ oid: number; proname: string }>(sql), log),
     cancels: new CancelRegistry(deps.cancelPeers),
     tls: await loadTls(config),
     throttle: new FailureThrottle(),
