@@ -61,6 +61,10 @@ export class BackendLink {
 
   private attach(session: UpstreamSession): void {
     if (this.finished) return this.opts.release(session, session.status === 'I' ? 'keep' : 'close');
+    if (this.link !== undefined) {
+      this.opts.release(session, session.status === 'I' ? 'keep' : 'close');
+      throw new Error('a second backend for a client that holds one'); // the relay never waits for two
+    }
     const backend = this.opts.pooling?.attached(session);
     this.link = { session, run: new Run(session.socket), backend };
     this.toUpstream = this.link.run;

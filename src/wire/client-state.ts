@@ -316,7 +316,7 @@ export class BackendState {
   synced: { client: number; clientStamp: number; backendStamp: number } | undefined;
   private serial = 0;
 
-  constructor(login: ReadonlyMap<string, string>) {
+  constructor(private readonly login: ReadonlyMap<string, string>) {
     this.reported = new Map(login);
   }
 
@@ -373,8 +373,16 @@ export class BackendState {
     this.unnamed = undefined;
   }
 
-  /** After DISCARD ALL: a backend as fresh as after its login, but for what it reported since. */
+  /**
+   * Before DISCARD ALL: a backend as fresh as after its login. Its reported settings are back at
+   * their login values too (RESET ALL), which Postgres reports to whoever runs the DISCARD ALL
+   * (the pool, not a client): they are set here, or the next client with the values the backend
+   * had before would be given none of them.
+   */
   reset(): void {
+    this.reported.clear();
+    for (const [name, value] of this.login) this.reported.set(name, value);
+    this.reportedStamp++;
     this.other.clear();
     this.forgetStatements();
     this.lastClient = undefined;

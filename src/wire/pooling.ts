@@ -207,6 +207,7 @@ export class Pooling {
     const client = this.client;
     if (client.needsCheck) {
       stateChecks.value++;
+      backend.unnamed = undefined; // a Query drops the unnamed statement: the client's is made again if it binds it
       let row: (string | null)[] | undefined;
       return {
         frames: [buildQuery(checkSql())],
@@ -220,10 +221,14 @@ export class Pooling {
     return client.pinned ? 'keep' : 'release';
   }
 
-  /** How a backend goes back when the client leaves (`clean`: nothing in flight, no transaction open). */
-  returnHow(backend: BackendState, clean: boolean): Return {
+  /**
+   * How a backend goes back when the client leaves (`clean`: nothing in flight, no transaction
+   * open). `unread`: answers were drained unread (settled): what they changed on the backend
+   * (settings, statements) is not known, so it is reset.
+   */
+  returnHow(backend: BackendState, clean: boolean, unread = false): Return {
     if (!clean) return 'close';
-    if (this.client.pinned || backend.statementCount > MAX_STATEMENTS_PER_BACKEND) {
+    if (unread || this.client.pinned || backend.statementCount > MAX_STATEMENTS_PER_BACKEND) {
       backend.reset();
       return 'reset';
     }

@@ -71,8 +71,15 @@ export class Relay {
   /** The extended batch being sent: its entry is queued from its first message, completed by the ReadyForQuery after its Sync. */
   private batch: Pending | undefined;
   private discarding = false;
-  // A decision in flight (large statement parsed off-thread, a handled statement), or a backend awaited.
-  private blocked = false;
+  /**
+   * Work the client's stream waits for: a decision in flight (large statement parsed off-thread,
+   * rights being loaded, a handled statement), or a backend awaited. Counted, because applying a
+   * decision may start waiting for a backend: the stream resumes when both are done.
+   */
+  private blocks = 0;
+  private get blocked(): boolean {
+    return this.blocks > 0;
+  }
   /** The work the stream is blocked on, while it lasts (a large message's budget goes back when it settles). */
   private blocking: Promise<void> | undefined;
   private readonly gate: LargeMessageGate | undefined;
@@ -196,11 +203,13 @@ export class Relay {
 
   /**
    * Whether a backend serves the client, attaching one now if an idle one is at hand. Otherwise
-   * `frame` waits in the backlog (and everything after it) until one is: the caller stops.
+   * `frame` waits at the head of the backlog until one is: the caller stops. At the head, because
+   * every frame in the backlog came after it (it was decided while they waited, or taken from the
+   * head of the backlog itself).
    */
   private ready(code: number, frame: Buffer): boolean {
     if (this.backend.takeNow()) return true;
-    this.backlog.push({ code, frame });
+    this.backlog.unshift({ code, frame });
     this.block(this.backend.take().catch((err: unknown) => this.fatal(err)));
     return false;
   }
@@ -312,15 +321,15 @@ export class Relay {
     return d;
   };
 
-  /** Holds the client's frames back until `work` is done (they wait in `backlog`). */
+  /** Holds the client's frames back until `work` (and any work it started) is done: they wait in `backlog`. */
   private block(work: Promise<void>): void {
-    this.blocked = true;
+    this.blocks++;
     this.client.pause();
     const done = work
       .catch((err: unknown) => this.finished || this.refuse(this.toClientError(err)))
       .then(() => {
         if (this.finished) return; // the client left: what it sent after is not run
-        this.blocked = false;
+        if (--this.blocks > 0) return; // work it started goes on: the stream resumes when that is done
         while (!this.blocked && this.backlog.length > 0) {
           const f = this.backlog.shift()!;
           this.onClientFrame(f.code, f.frame);
@@ -352,7 +361,7 @@ export class Relay {
       this.readingInFlight = false;
       return 'go';
     }
-    this.backlog.push({ code, frame });
+    this.backlog.unshift({ code, frame }); // at the head, as in `ready`: everything in the backlog came after it
     this.block(this.answers.drained());
     return 'wait';
   }
@@ -722,7 +731,7 @@ export class Relay {
       // Closed at the send timeout with work in flight: the session is brought back to idle and
       // reused (closed if a transaction is open). A client that leaves by itself has its session
       // closed at once instead, which frees its place in the pool soonest.
-      void settle(upstream, owed, this.batch !== undefined).then((ok) => this.backend.giveBack(link, this.returnHow(link, ok)));
+      void settle(upstream, owed, this.batch !== undefined).then((ok) => this.backend.giveBack(link, this.returnHow(link, ok, true)));
       return;
     }
     if (alive && owed > 0) void cancelUpstream(upstream);
@@ -730,8 +739,8 @@ export class Relay {
     this.backend.giveBack(link, this.returnHow(link, clean));
   }
 
-  private returnHow(link: Link, clean: boolean): Return {
+  private returnHow(link: Link, clean: boolean, unread = false): Return {
     if (this.pooling === undefined || link.backend === undefined) return clean ? 'keep' : 'close';
-    return this.pooling.returnHow(link.backend, clean);
+    return this.pooling.returnHow(link.backend, clean, unread);
   }
 }

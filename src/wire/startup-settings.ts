@@ -62,6 +62,7 @@ async function apply(session: UpstreamSession, params: Readonly<Record<string, s
   if (entries.length > 0) {
     const calls = entries.map(([name, value]) => `pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)`);
     const result = await runOwnQuery(session, `SELECT ${calls.join(', ')}`);
+    backend.unnamed = undefined; // a Query drops the unnamed statement
     if (result.error !== undefined) throw new PgError(result.error.code, result.error.message, { severity: 'FATAL', detail: result.error.detail, hint: result.error.hint });
     for (const [name, value] of result.reported) {
       if (backend.reported.get(name) === value) continue;

@@ -150,6 +150,43 @@ describe('settings follow each client', () => {
       await busy.query('COMMIT');
     }
   });
+
+  it('a backend reset when a pinned client leaves serves the next client with that client\'s own start-up settings', async () => {
+    // A user of its own, one client at a time: one backend, handed from one client to the next.
+    const bob = await svc.user('bob');
+    const b = await connect(bob, { application_name: 'same', options: '-c TimeZone=Asia/Tokyo' });
+    const a = await connect(bob);
+    await a.query("SET TIME ZONE 'Asia/Tokyo'");
+    await a.query("SET application_name = 'same'");
+    await a.query('CREATE TEMP TABLE pin (x int)');
+    await a.end(); // pinned: its backend is reset (DISCARD ALL), back at the server's settings
+    await expect.poll(async () => (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND state = 'idle' AND query = 'DISCARD ALL'", [bob.name])).rows[0].n).toBe(1);
+    const { rows } = await b.query("SELECT current_setting('TimeZone') AS tz, current_setting('application_name') AS app");
+    expect(rows[0]).toEqual({ tz: 'Asia/Tokyo', app: 'same' });
+    expect(await backends(bob)).toHaveLength(1);
+  });
+});
+
+describe('the order of a client\'s messages', () => {
+  it('is kept while its statement is decided and then a backend is awaited', async () => {
+    const carol = await svc.user('carol');
+    const [h1, h2, c] = await Promise.all([connect(carol), connect(carol), connect(carol)]);
+    for (const h of [h1, h2]) {
+      await h.query('BEGIN');
+      await h.query('SELECT 1'); // both of carol's backends held
+    }
+    // A sharing change drops the rights the policy decides with: c's Parse is decided once they are
+    // loaded again, while its Bind, Execute and Sync wait; then it waits for a backend.
+    await svc.control.createRepo({ owner: carol.name, repo: 'more' });
+    const named = c.query({ name: 'n', text: 'SELECT $1::int + 1 AS n', values: [41] });
+    const plain = c.query('SELECT 7 AS m');
+    await new Promise((r) => setTimeout(r, 200));
+    for (const h of [h1, h2]) await h.query('COMMIT');
+    expect((await named).rows).toEqual([{ n: 42 }]);
+    expect((await plain).rows).toEqual([{ m: 7 }]);
+    expect((await c.query({ name: 'n', values: [1] } as pg.QueryConfig)).rows).toEqual([{ n: 2 }]);
+    expect((await backends(carol)).length).toBeLessThanOrEqual(2);
+  });
 });
 
 describe('prepared statements follow each client', () => {

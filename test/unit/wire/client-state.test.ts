@@ -100,6 +100,17 @@ describe('settings', () => {
     expect(c.reported.get('TimeZone')).toBe('Asia/Tokyo');
   });
 
+  it('a backend reset (DISCARD ALL, its ParameterStatus read by the pool) is back at its login values: a client with the values it had gets them again', () => {
+    const c = client({ TimeZone: 'Asia/Tokyo', application_name: 'same' });
+    const b = new BackendState(LOGIN);
+    b.reported.set('TimeZone', 'Asia/Tokyo'); // another client's, as reported
+    b.reported.set('application_name', 'same');
+    expect(settingsDiff(c, b)).toBeUndefined();
+    b.reset();
+    expect(b.reported.get('TimeZone')).toBe('UTC');
+    expect(settingsDiff(c, b)!.sql).toBe("SELECT pg_catalog.set_config('TimeZone', 'Asia/Tokyo', false), pg_catalog.set_config('application_name', 'same', false)");
+  });
+
   it('OtherSettings: RESET ALL returns to the defaults, clear forgets all but them', () => {
     const s = new OtherSettings(new Map([['a.b', setConfigValue('a.b', '1')]]));
     s.set('a.b', { sql: 'SET a.b = 2' });
