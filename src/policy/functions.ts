@@ -41,6 +41,7 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
   if (c.kind === 'refused') return w.refuse(c.refusal);
   if (name === 'set_config') setConfig(w, names, args, location);
   if (name === 'pg_notify') notify(w, names, args, location);
+  if (name === 'pg_backend_pid') backendPid(w, names, location);
   if (c.kind === 'checked') checkedCall(w, names, c.spec, args, location);
 }
 
@@ -69,6 +70,14 @@ function notify(w: Walker, names: readonly string[], args: readonly Json[], loca
   const channel = constString(args[0]);
   if (channel === undefined) w.refuse(refusals.nonConstant('pg_notify', 'channel name'));
   else w.facts.channels.push(channel);
+}
+
+/**
+ * A top-level call goes to the stand-in that shows a wire client its own process id
+ * (backend-pid.ts). A body's call is left as it is: it runs later, with the backend's id.
+ */
+function backendPid(w: Walker, names: readonly string[], location: Json | undefined): void {
+  if (w.ctx.offsets !== null && !w.ctx.body && typeof location === 'number' && location >= 0) noteFunctionRedirect(w, names, location, 'pg_backend_pid()');
 }
 
 function setConfig(w: Walker, names: readonly string[], args: readonly Json[], location: Json | undefined): void {

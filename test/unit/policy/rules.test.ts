@@ -216,6 +216,15 @@ describe('LISTEN/NOTIFY channels are per user', () => {
   ]);
 });
 
+describe("pg_backend_pid() shows a wire client its own process id (the stand-in reads it from a setting)", () => {
+  table([
+    ['SELECT pg_backend_pid()', rewrite('SELECT repobase_catalog.pg_backend_pid()')],
+    ['SELECT pg_catalog.pg_backend_pid() AS me', rewrite('SELECT repobase_catalog.pg_backend_pid() AS me')],
+    // A body runs later: its call is left as it is (the backend's own id).
+    ['CREATE FUNCTION "alice/sales".f() RETURNS int LANGUAGE sql AS $$ SELECT pg_backend_pid() $$', allow],
+  ]);
+});
+
 test('a LISTEN by the "<user>/…" name is reported, so notifications keep that name', async () => {
   const d = await decide('LISTEN "alice/events"; LISTEN other');
   expect(d.kind === 'rewrite' && d.listens).toEqual(['alice/events']);
