@@ -11,7 +11,7 @@
 // the statement that defines them, so calls inside them are not the statement's.
 import { arr, boolConst, fieldsOf, nameList, nodeOf, obj, str, stringConst, type Json, type JsonObject } from './json.js';
 import { isTempSchema } from './names.js';
-import { pidViews } from './backend-pid.js';
+import { PID_FUNCTIONS, pidViews } from './backend-pid.js';
 import type { SessionEffect } from './types.js';
 
 /** Session-level advisory lock functions: the lock outlives the transaction. The `try` ones may take none. */
@@ -195,7 +195,7 @@ function call(n: JsonObject, out: SessionEffect[]): void {
   if (UNLOCKS.has(name)) return void out.push({ kind: 'unlock' });
   if (name === 'pg_advisory_unlock_all') return void out.push({ kind: 'unlock_all' });
   if (SEQUENCE_STATE.has(name)) return void out.push({ kind: 'sequence' });
-  if (name === 'pg_backend_pid') return backendPid(out);
+  if (PID_FUNCTIONS.has(name)) return backendPid(out);
   // Built-in or not is known only to the server (extensions add built-ins): the front end checks.
   if (schema === undefined && !out.some((e) => e.kind === 'call' && e.name === name)) out.push({ kind: 'call', name });
 }

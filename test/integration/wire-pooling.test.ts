@@ -280,6 +280,13 @@ describe("the client's process id", () => {
     for (const pid of real) expect(pids).not.toContain(pid);
   });
 
+  it('pg_terminate_backend(pg_backend_pid()) ends its session with 57P01, as on a backend of its own; others go on', async () => {
+    const c = await connect();
+    const other = await connect();
+    await expect(c.query('SELECT pg_terminate_backend(pg_backend_pid())')).rejects.toMatchObject({ code: '57P01' });
+    expect(await one(other, 'SELECT 1')).toBe(1);
+  });
+
   it("a client's own notifications carry its id; another client's do not", async () => {
     const listener = await connect();
     const me = (listener as unknown as { processID: number }).processID;
