@@ -11,6 +11,7 @@
 // the statement that defines them, so calls inside them are not the statement's.
 import { arr, boolConst, fieldsOf, nameList, nodeOf, obj, str, stringConst, type Json, type JsonObject } from './json.js';
 import { isTempSchema } from './names.js';
+import { PID_FUNCTIONS, pidViews } from './backend-pid.js';
 import type { SessionEffect } from './types.js';
 
 /** Session-level advisory lock functions: the lock outlives the transaction. The `try` ones may take none. */
@@ -172,6 +173,8 @@ function scan(value: Json | undefined, out: SessionEffect[]): void {
   else if (type !== undefined && STORING.has(type)) return;
   // A FuncCall, wrapped or inlined (the `funccall` of a RangeFunction item).
   if (type === 'FuncCall' || (type === undefined && Array.isArray(o.funcname) && 'funcformat' in o)) call(o, out);
+  // A relation that names the session's backend by the client's process id, as pg_backend_pid() does.
+  else if (type === 'RangeVar' && pidViews.has(str(o.relname) ?? '') && (o.schemaname === undefined || o.schemaname === 'pg_catalog')) backendPid(out);
   for (const key in o) {
     const field = o[key];
     if (typeof field === 'object' && field !== null) scan(field, out);
@@ -192,8 +195,13 @@ function call(n: JsonObject, out: SessionEffect[]): void {
   if (UNLOCKS.has(name)) return void out.push({ kind: 'unlock' });
   if (name === 'pg_advisory_unlock_all') return void out.push({ kind: 'unlock_all' });
   if (SEQUENCE_STATE.has(name)) return void out.push({ kind: 'sequence' });
+  if (PID_FUNCTIONS.has(name)) return backendPid(out);
   // Built-in or not is known only to the server (extensions add built-ins): the front end checks.
   if (schema === undefined && !out.some((e) => e.kind === 'call' && e.name === name)) out.push({ kind: 'call', name });
+}
+
+function backendPid(out: SessionEffect[]): void {
+  if (!out.some((e) => e.kind === 'backend_pid')) out.push({ kind: 'backend_pid' });
 }
 
 /** set_config(name, value, is_local): a session setting unless is_local is true. */

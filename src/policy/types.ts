@@ -69,6 +69,8 @@ export type SessionEffect =
   | { kind: 'savepoint'; rollback: boolean }
   /** currval / lastval: read what nextval last returned in this session. */
   | { kind: 'sequence' }
+  /** pg_backend_pid(): reads the client's process id, a setting the front end carries (backend-pid.ts). */
+  | { kind: 'backend_pid' }
   /** An unqualified function call: session state only if it is not a built-in of the server. */
   | { kind: 'call'; name: string }
   /** Code out of the policy's sight: a user function, DO, CALL, set_config of a name not given as a constant. */

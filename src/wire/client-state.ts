@@ -16,7 +16,7 @@
  * statements succeed (`applyEffects`), so that after each transaction the proxy knows both.
  * Pure bookkeeping: no I/O (the relay sends what this module says to send).
  */
-import type { SessionEffect } from '../policy/index.js';
+import { BACKEND_PID_SETTING, type SessionEffect } from '../policy/index.js';
 import { OtherSettings, isChangeableReported, setConfigValue, type SettingValue } from './session-settings.js';
 
 /** Reported settings that decide how Postgres reads statement text. */
@@ -67,6 +67,8 @@ export class ClientState {
   reportedStamp = 0;
   /** A pin was taken in the transaction now open: if it rolls back, the check says what is left. */
   private pinnedInTransaction = false;
+  /** The process id the client was given (BackendKeyData): what pg_backend_pid() shows it. */
+  processId: number | undefined;
 
   /**
    * @param greeting the reported settings the client was greeted with (its start-up values included)
@@ -79,6 +81,18 @@ export class ClientState {
   ) {
     this.reported = new Map(greeting);
     this.other = new OtherSettings(startup);
+  }
+
+  /**
+   * The client is about to call pg_backend_pid(): from now on its process id is one of its
+   * settings, carried to each backend that serves it like a start-up setting, which the stand-in
+   * reads (src/policy/backend-pid.ts). Only from its first call: a setting of each client's own
+   * would make every change of backend replay it.
+   */
+  usesBackendPid(): void {
+    if (this.processId === undefined) return;
+    noteSettingName(BACKEND_PID_SETTING); // the check asks for it by name (it must not take it for reset)
+    this.other.addDefault(BACKEND_PID_SETTING, setConfigValue(BACKEND_PID_SETTING, String(this.processId)));
   }
 
   /** The reasons the client keeps its backend now (empty: it may be pooled). */
@@ -213,6 +227,7 @@ export class ClientState {
         if (e.rollback && (this.other.pending || backend.other.pending)) this.needsCheck = true;
         return;
       case 'sequence':
+      case 'backend_pid':
         return; // handled before the statement runs (Pooling.before)
       case 'call':
         if (!builtins.has(e.name)) this.needsCheck = true;

@@ -255,6 +255,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       () => deps.cancels.unregister(key.processId),
     );
     const key = deps.cancels.register(() => relay.cancel());
+    if (pooling !== undefined) pooling.client.processId = key.processId;
     for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
     socket.write(buildReadyForQuery('I'));

@@ -95,10 +95,12 @@ export class Pooling {
    * The proxy's requests to send ahead of the client's next one: the settings the backend lacks,
    * the prepared statements a Query names by EXECUTE/PREPARE/DEALLOCATE, and a DISCARD SEQUENCES
    * before a read of another client's sequence state. Nothing while a transaction has failed
-   * (Postgres would refuse it; the transaction's end comes first).
+   * (Postgres would refuse it; the transaction's end comes first). `effects`: those of the
+   * Query's statements, or of the statement that begins an extended batch.
    */
   before(backend: BackendState, status: TransactionStatus, effects: readonly (readonly SessionEffect[])[] | undefined, query: boolean): Internal[] {
     if (status === 'E') return [];
+    if (effects?.some((list) => list.some((e) => e.kind === 'backend_pid'))) this.client.usesBackendPid();
     const jobs: Internal[] = [];
     // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
     // when it gets it, so everything after (the settings, statements prepared again, the client's

@@ -122,6 +122,13 @@ export class PreparedStatements {
     return as(sent, p);
   }
 
+  /** What running the statement a Bind names does to the session (the client's own statement), or undefined. */
+  effectsOf(frame: Buffer): readonly SessionEffect[] | undefined {
+    const at = statementName(FrontendCode.Bind, frame);
+    if (at === undefined) return undefined;
+    return (at.name === '' ? this.client.unnamed : this.client.statements.get(at.name))?.effects;
+  }
+
   /**
    * A client's Close of a statement: forgotten by the client and closed on the backend if it
    * holds it; else a Close of a name the backend does not hold, which Postgres answers alike.

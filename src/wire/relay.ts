@@ -12,12 +12,12 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
+import { misread, type Decision, type Policy, type Session, type SessionChange, type SessionEffect } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type ClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
-import { notificationForClient } from './notifications.js';
+import { notificationForClient, type OwnPid } from './notifications.js';
 import { Run } from './run.js';
 import { cancelUpstream, settle, type UpstreamSession } from '../upstream/session.js';
 import type { Return } from '../upstream/session-pool.js';
@@ -138,7 +138,7 @@ export class Relay {
         if (!p.failed) this.apply(p.changes);
       },
       explain: (error: PgError, sql: string) => this.deps.control.explainErrorNow(error, sql),
-      notification: (frame: Buffer) => notificationForClient(frame, this.principal.user, this.listenedAs),
+      notification: (frame: Buffer) => notificationForClient(frame, this.principal.user, this.listenedAs, this.ownPid()),
       upstreamFatal: () => void (this.upstreamFatal = true),
       answered: () => {
         if (this.closing) this.closeIfIdle();
@@ -314,6 +314,13 @@ export class Relay {
     return inClientText(frame, this.text());
   }
 
+  /** Pooling: the client's process id and its backend's, to show the client's own notifications as sent by it. */
+  private ownPid(): OwnPid | undefined {
+    const client = this.pooling?.client.processId;
+    const link = this.backend.link;
+    return client === undefined || link === undefined ? undefined : { backend: link.session.processId, client };
+  }
+
   /** Channels LISTENed to by their "<user>/…" name, shown by it (see notifications.ts). */
   private readonly listenedAs = new Set<string>();
   private readonly noteListens = (d: Decision): Decision => {
@@ -480,7 +487,7 @@ export class Relay {
     switch (d.kind) {
       case 'allow':
       case 'rewrite': {
-        const batch = this.startBatch();
+        const batch = this.startBatch(d.effects?.[0]);
         if (d.changes.length) batch.changes = [...batch.changes, ...d.changes];
         const reading = mayChangeReading(d.effects);
         if (reading !== false) this.readingInFlight = true;
@@ -508,8 +515,8 @@ export class Relay {
 
   /** Bind, Describe, Execute, Close: forwarded, pooling mapping the statements they name. */
   private onBatchMessage(code: number, frame: Buffer): void {
-    const batch = this.startBatch();
     const pooling = this.pooling;
+    const batch = this.startBatch(this.batch === undefined && code === FrontendCode.Bind ? pooling?.statements.effectsOf(frame) : undefined);
     if (pooling === undefined) return this.backend.toUpstream.add(frame);
     const backend = this.backend.link!.backend!;
     if (code === FrontendCode.Execute) {
@@ -543,10 +550,14 @@ export class Relay {
     }
   }
 
-  /** The batch's entry, queued at its first message (after what pooling sends ahead of it). */
-  private startBatch(): Pending {
+  /**
+   * The batch's entry, queued at its first message (after what pooling sends ahead of it, for the
+   * batch's first statement when `first` says what it does: a statement later in the batch has
+   * nothing sent ahead of it).
+   */
+  private startBatch(first?: readonly SessionEffect[]): Pending {
     if (this.batch !== undefined) return this.batch;
-    this.beforeRequest(undefined, false);
+    this.beforeRequest(first === undefined || first.length === 0 ? undefined : [first], false);
     const batch = pending(NO_CHANGES, undefined);
     this.batch = batch;
     this.answers.request(batch);

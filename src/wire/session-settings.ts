@@ -48,14 +48,24 @@ const FIXED_REPORTED = new Set(['server_version', 'server_encoding', 'integer_da
 /** The other settings of one session, with the changes of an open transaction kept apart. */
 export class OtherSettings {
   private readonly base: Map<string, SettingValue>;
+  private readonly defaults: Map<string, SettingValue>;
   /** Changes in the open transaction; `null` = back to the default (no value of its own). */
   private tx: Map<string, SettingValue | null> | undefined;
   /** Bumped on every change: sessions compare stamps to skip comparing settings. */
   stamp = 0;
 
   /** @param defaults what RESET returns to: a client's start-up settings; none for a backend */
-  constructor(private readonly defaults: ReadonlyMap<string, SettingValue> = new Map()) {
+  constructor(defaults: ReadonlyMap<string, SettingValue> = new Map()) {
+    this.defaults = new Map(defaults);
     this.base = new Map(defaults);
+  }
+
+  /** A setting the session has had since its start, as if given at start-up (kept unless set already). */
+  addDefault(name: string, value: SettingValue): void {
+    this.defaults.set(name, value);
+    if (this.base.has(name) || this.tx?.has(name)) return;
+    this.base.set(name, value);
+    this.stamp++;
   }
 
   get(name: string): SettingValue | undefined {

@@ -16,6 +16,7 @@ import { ControlPlane } from '../../src/control/control-plane.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openCluster } from '../../src/upstream/cluster.js';
+import { backendOf } from '../helpers/backend-of.js';
 import { BIN } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/cluster.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
@@ -139,7 +140,7 @@ describe('the upstream stops answering (blackholed connections)', () => {
     const errors: string[] = [];
     c.on('error', (e: Error & { code?: string }) => errors.push(e.code ?? e.message));
     await c.connect();
-    const pid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const pid = await backendOf(c, admin);
     const port = (await admin.query<{ port: number }>('SELECT client_port AS port FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0]!.port;
     proxy.connection(port).blackhole();
 

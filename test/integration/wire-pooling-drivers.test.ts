@@ -58,7 +58,7 @@ describe('clients that prepare statements, six connections on two backends', () 
     expect(await backends()).toBeLessThanOrEqual(2);
   });
 
-  it('psycopg2: SQL prepared statements and settings of each connection', async () => {
+  it('psycopg2: SQL prepared statements, settings and the process id of each connection', async () => {
     const dsn = `host=127.0.0.1 port=${svc.pgPort} dbname=repobase user=${alice.name} password=${alice.key} sslmode=disable`;
     const r = await run(PYTHON, [join(fixtures, 'pooled_clients.py'), dsn, '6'], { timeoutMs: 60_000 });
     expect(r.stdout.trim(), r.stderr).toBe('ok');

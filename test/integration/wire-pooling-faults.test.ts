@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendCancel } from '../helpers/raw-wire.js';
+import { backendOf } from '../helpers/backend-of.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 type Who = { name: string; key: string };
@@ -28,8 +29,8 @@ function keyOf(client: pg.Client): { pid: number; secret: number } {
   return { pid: c.processID, secret: c.secretKey };
 }
 
-async function backendPid(client: pg.Client): Promise<number> {
-  return (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+function backendPid(client: pg.Client): Promise<number> {
+  return backendOf(client, admin);
 }
 
 /** Runs `work` while one of the user's two backends is held in a transaction: everything else shares the other. */

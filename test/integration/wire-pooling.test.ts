@@ -254,6 +254,56 @@ describe('prepared statements follow each client', () => {
   });
 });
 
+describe("the client's process id", () => {
+  it('pg_backend_pid() is the id of its BackendKeyData, whichever backend serves it, in simple and extended queries', async () => {
+    const cs = await Promise.all([0, 1, 2, 3, 4].map(() => connect()));
+    const pids = cs.map((c) => (c as unknown as { processID: number }).processID);
+    expect(new Set(pids).size).toBe(5);
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(
+        cs.map(async (c, i) => {
+          expect(await one(c, 'SELECT pg_backend_pid()')).toBe(pids[i]);
+          expect(await one(c, 'SELECT pg_catalog.pg_backend_pid() + $1::int AS p', [0])).toBe(pids[i]);
+          expect(await one(c, { name: 'pid', text: 'SELECT pg_backend_pid() AS p' } as unknown as string)).toBe(pids[i]);
+          await c.query('BEGIN');
+          // The catalogs that name backends by process id name the client's own by its id.
+          expect(await one(c, 'SELECT count(*)::int FROM pg_stat_activity WHERE pid = pg_backend_pid()')).toBe(1);
+          expect(await one(c, "SELECT count(*)::int FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'virtualxid'")).toBe(1);
+          expect(await one(c, 'SELECT pg_backend_pid()')).toBe(pids[i]);
+          await c.query('COMMIT');
+        }),
+      );
+    }
+    // The clients shared two backends, whose own ids they never saw.
+    const real = await backends();
+    expect(real.length).toBeLessThanOrEqual(2);
+    for (const pid of real) expect(pids).not.toContain(pid);
+  });
+
+  it('pg_terminate_backend(pg_backend_pid()) ends its session with 57P01, as on a backend of its own; others go on', async () => {
+    const c = await connect();
+    const other = await connect();
+    await expect(c.query('SELECT pg_terminate_backend(pg_backend_pid())')).rejects.toMatchObject({ code: '57P01' });
+    expect(await one(other, 'SELECT 1')).toBe(1);
+  });
+
+  it("a client's own notifications carry its id; another client's do not", async () => {
+    const listener = await connect();
+    const me = (listener as unknown as { processID: number }).processID;
+    const heard: { payload: string; pid: number }[] = [];
+    listener.on('notification', (n) => heard.push({ payload: n.payload ?? '', pid: n.processId }));
+    await listener.query('LISTEN pids');
+    const other = await connect();
+    await other.query("NOTIFY pids, 'other'");
+    await listener.query("NOTIFY pids, 'mine'");
+    await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(2);
+    expect(heard.find((h) => h.payload === 'mine')?.pid).toBe(me);
+    expect(heard.find((h) => h.payload === 'other')?.pid).not.toBe(me);
+    expect(await one(listener, 'SELECT pg_backend_pid()')).toBe(me);
+    await listener.query('UNLISTEN *');
+  });
+});
+
 describe('state that pins a client to its backend', () => {
   it('a temporary table keeps its backend until DISCARD TEMP; meanwhile others use the other backend', async () => {
     const c = await connect();

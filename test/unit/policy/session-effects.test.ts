@@ -116,6 +116,8 @@ describe('state that pins a client to its backend, and what ends it', () => {
     ['SAVEPOINT a', one({ kind: 'savepoint', rollback: false })],
     ['ROLLBACK TO SAVEPOINT a', one({ kind: 'savepoint', rollback: true })],
     ["SELECT currval('\"alice/sales\".s')", one({ kind: 'sequence' })],
+    ['SELECT pg_backend_pid(), pg_catalog.pg_backend_pid()', one({ kind: 'backend_pid' })],
+    ['SELECT a.pid FROM pg_stat_activity a JOIN pg_catalog.pg_locks l USING (pid)', one({ kind: 'backend_pid' })],
   ])('%s', async (sql, expected) => {
     expect(await effectsOf(sql)).toEqual(expected);
   });
