@@ -44,7 +44,7 @@ export interface BenchEnv {
 
 /**
  * The repobase to measure on `cores` cores of its own: the one-process service on one core (what
- * it starts with there), else the service as shipped (one worker per core of the machine).
+ * it starts with there), else the service as shipped (`workers` 0, or `--workers`).
  */
 export function repobaseOn(env: BenchEnv, cores: number): { service: BenchEnv['single']; processes: number } {
   return cores === 1 ? { service: env.single, processes: 1 } : { service: env.repobase, processes: env.repobase.workers };

@@ -25,7 +25,7 @@ export const ConfigSchema = Type.Object({
   secret: Type.String({ description: 'derives upstream role passwords; empty = generated into the data dir' }),
   workers: Type.Integer({
     minimum: 0,
-    description: 'processes serving both front ends on the same ports; 0 = one per CPU core. Connection and pool limits are for the whole service, shared evenly',
+    description: 'processes serving both front ends on the same ports; 0 = one per CPU core but one, at least one. Connection and pool limits are for the whole service, shared evenly',
   }),
   logLevel: Type.Union(LogLevels.map((l) => Type.Literal(l)), { description: 'pino level' }),
   serviceDatabase: Type.String({ minLength: 1, description: 'database name clients connect to (and the database created in the embedded cluster)' }),
