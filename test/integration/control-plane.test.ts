@@ -4,6 +4,9 @@ import { ControlPlane } from '../../src/control/control-plane.js';
 import { migrate, schemaEventsInstalled } from '../../src/control/migrations.js';
 import { testEnv, type TestEnv } from '../helpers/cluster.js';
 
+/** Every migration the service has, in order: a new one is added here on purpose. */
+const ALL_MIGRATIONS = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+
 let env: TestEnv;
 
 beforeAll(async () => {
@@ -18,14 +21,14 @@ describe('migrations', () => {
     const results = await Promise.all([1, 2, 3].map(() => migrate(env.cluster.admin)));
     expect(results.flat()).toEqual([]);
     const res = await env.cluster.admin.query('SELECT version FROM _repobase.migrations ORDER BY version');
-    expect(res.rows.map((r: { version: number }) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(res.rows.map((r: { version: number }) => r.version)).toEqual(ALL_MIGRATIONS);
   });
 
   it('apply every migration exactly once on a fresh database, even concurrently', async () => {
     const other = await testEnvFresh();
     try {
       const results = await Promise.all([1, 2, 3, 4].map(() => migrate(other)));
-      expect(results.flat()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(results.flat()).toEqual(ALL_MIGRATIONS);
       expect(await schemaEventsInstalled(other)).toBe(true);
     } finally {
       await other.end();
@@ -47,7 +50,7 @@ describe('migrations', () => {
     url.password = password;
     const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
     try {
-      expect(await migrate(pool)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(await migrate(pool)).toEqual(ALL_MIGRATIONS);
       expect(await schemaEventsInstalled(pool)).toBe(false);
       const fn = await pool.query("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'notify_schema_change'");
       expect(fn.rows[0].n).toBe(1);
