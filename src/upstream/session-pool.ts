@@ -53,8 +53,10 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
-  /** Handed-out sessions, watched for silence when `silenceMs` is set. */
+  /** Watches the handed-out sessions for silence when `silenceMs` is set. */
   private readonly silence: SilenceWatch | undefined;
+  /** Every session open (handed out or parked), from its login until it is gone; kept for the silence watch only. */
+  private readonly live = new Set<UpstreamSession>();
   private readonly waiting = new Map<string, (() => void)[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
@@ -66,7 +68,7 @@ export class SessionPool {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
-    if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs);
+    if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs, () => this.handedOut());
   }
 
   private readonly unwatch: (() => void) | undefined;
@@ -132,16 +134,17 @@ export class SessionPool {
     while (list && list.length > 0) {
       const { session, onStray } = list.pop()!;
       session.socket.off('data', onStray);
-      if (!session.socket.destroyed) return this.handOut(session);
+      if (!session.socket.destroyed) return session;
       this.forget(role, session);
     }
     return undefined;
   }
 
-  /** Watches a session being handed out for silence (`silenceMs`), until it is released. */
-  private handOut(session: UpstreamSession): UpstreamSession {
-    this.silence?.add(session);
-    return session;
+  /** The sessions open and not parked: handed out (or, in an `eager` pool, being reset). Read by the silence watch. */
+  private handedOut(): UpstreamSession[] {
+    const parked = new Set<UpstreamSession>();
+    for (const list of this.idle.values()) for (const { session } of list) parked.add(session);
+    return [...this.live].filter((s) => !parked.has(s));
   }
 
   /** An idle session with exactly these startup parameters, or a new one. */
@@ -159,7 +162,8 @@ export class SessionPool {
       const session = await openUpstreamSession(this.opts.target(role), params);
       if (this.greetings.size > 10_000) this.greetings.clear();
       this.greetings.set(key, session.parameters);
-      return this.handOut(session);
+      if (this.silence) this.live.add(session);
+      return session;
     } catch (err: unknown) {
       this.decrement(role);
       throw err;
@@ -223,7 +227,6 @@ export class SessionPool {
    * be reused; it is reset with DISCARD ALL first. Anything else is closed.
    */
   release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, clean: boolean): void {
-    this.silence?.delete(session);
     if (!clean || this.closed || session.socket.destroyed || session.status !== 'I') {
       this.destroy(role, session);
       return;
@@ -281,6 +284,7 @@ export class SessionPool {
   private forget(role: string, session: UpstreamSession): void {
     if (this.gone.has(session)) return;
     this.gone.add(session);
+    this.live.delete(session);
     this.decrement(role);
   }
 
