@@ -5,8 +5,8 @@
  * the same role, `bench`.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir, userInfo } from 'node:os';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { packageRoot } from '../src/shared/package-root.js';
@@ -14,6 +14,7 @@ import { createLogger } from '../src/shared/logger.js';
 import { pgDirOf, runningPostmaster, startEmbedded } from '../src/upstream/embedded.js';
 import { rolePassword } from '../src/upstream/roles.js';
 import { freePort, run, start, waitFor } from './lib/proc.js';
+import { ensurePgbouncer, startPgbouncer } from './lib/pgbouncer.js';
 
 export const USER = 'bench';
 export const REPO = 'bench/pgbench';
@@ -53,14 +54,6 @@ export function repobaseOn(env: BenchEnv, cores: number): { service: BenchEnv['s
 export function conninfo(c: Conn, sslmode: 'disable' | 'require' = 'disable'): string {
   const q = (v: string | number) => `'${String(v).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   return `host=${q(c.host)} port=${q(c.port)} user=${q(c.user)} password=${q(c.password)} dbname=${q(c.dbname)} sslmode=${sslmode}`;
-}
-
-async function ensurePgbouncer(): Promise<string | undefined> {
-  if ((await run('sh', ['-c', 'command -v pgbouncer'])).code === 0) return undefined;
-  if (userInfo().uid !== 0) return 'pgbouncer is not installed (apt-get install pgbouncer)';
-  process.stderr.write('installing pgbouncer from Debian…\n');
-  const r = await run('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer']);
-  return r.code === 0 ? undefined : `pgbouncer could not be installed: ${r.stderr.trim().split('\n').slice(-1)[0] ?? ''}`;
 }
 
 export const BIN = join(packageRoot, 'bin', 'repobase.js');
@@ -167,51 +160,16 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
     }
     let pgbouncer: BenchEnv['pgbouncer'] = { unavailable: problem ?? '' };
     if (!problem) {
-      const bdir = join(dir, 'pgbouncer');
-      await run('mkdir', ['-p', bdir]);
       const bport = await freePort();
-      const certDir = join(dir, 'repobase');
-      await writeFile(join(bdir, 'userlist.txt'), `"${USER}" "${password}"\n`);
-      await writeFile(
-        join(bdir, 'pgbouncer.ini'),
-        [
-          '[databases]',
-          `bench = host=127.0.0.1 port=${pgPort} dbname=bench`,
-          '[pgbouncer]',
-          'listen_addr = 127.0.0.1',
-          `listen_port = ${bport}`,
-          "unix_socket_dir = ''",
-          'auth_type = scram-sha-256',
-          `auth_file = ${join(bdir, 'userlist.txt')}`,
-          'pool_mode = session',
-          `default_pool_size = ${POOL_SIZE * 2}`,
-          'max_client_conn = 2000',
-          'ignore_startup_parameters = extra_float_digits,options',
-          `logfile = ${join(bdir, 'pgbouncer.log')}`,
-          'client_tls_sslmode = allow',
-          `client_tls_cert_file = ${join(bdir, 'tls-cert.pem')}`,
-          `client_tls_key_file = ${join(bdir, 'tls-key.pem')}`,
-          '',
-        ].join('\n'),
-      );
-      // Same certificate as repobase's (generated at its start), so both TLS rows do the same crypto.
-      await writeFile(join(bdir, 'tls-cert.pem'), await readFile(join(certDir, 'tls-cert.pem')));
-      await writeFile(join(bdir, 'tls-key.pem'), await readFile(join(certDir, 'tls-key.pem')), { mode: 0o600 });
-      // PgBouncer refuses to run as root.
-      const asRoot = userInfo().uid === 0;
-      if (asRoot) {
-        const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
-        const gid = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
-        for (const f of ['', 'userlist.txt', 'pgbouncer.ini', 'tls-cert.pem', 'tls-key.pem']) await chown(join(bdir, f), uid, gid);
-      }
-      const version = (await run('pgbouncer', ['--version'])).stdout.split('\n')[0] ?? 'pgbouncer';
-      const bouncer = asRoot ? start('pgbouncer', 'runuser', ['-u', 'postgres', '--', 'pgbouncer', join(bdir, 'pgbouncer.ini')], process.env) : start('pgbouncer', 'pgbouncer', [join(bdir, 'pgbouncer.ini')], process.env);
-      stops.push(bouncer.stop);
       const conn: Conn = { host: '127.0.0.1', port: bport, user: USER, password, dbname: 'bench' };
-      await waitFor('pgbouncer', async () => (await run('psql', [conninfo(conn), '-Atc', 'SELECT 1'])).stdout.trim() === '1', 15_000).catch((err: unknown) => {
-        throw new Error(`${String(err)}\n${bouncer.output()}`);
-      });
-      pgbouncer = { ...conn, version, pid: bouncer.child.pid! };
+      const certDir = join(dir, 'repobase');
+      // Same certificate as repobase's (generated at its start), so both TLS rows do the same crypto.
+      const bouncer = await startPgbouncer(
+        { dir: join(dir, 'pgbouncer'), port: bport, upstreamPort: pgPort, database: 'bench', user: USER, password, poolMode: 'session', poolSize: POOL_SIZE * 2, tlsCert: join(certDir, 'tls-cert.pem'), tlsKey: join(certDir, 'tls-key.pem') },
+        async () => (await run('psql', [conninfo(conn), '-Atc', 'SELECT 1'])).stdout.trim() === '1',
+      );
+      stops.push(bouncer.stop);
+      pgbouncer = { ...conn, version: bouncer.version, pid: bouncer.pid };
     }
     const postgresPid = await runningPostmaster(pgDirOf(join(dir, 'upstream')));
     if (postgresPid === undefined) throw new Error('the upstream postmaster is not running');

@@ -20,6 +20,7 @@ import { BARE_RELAY, initPgbench, runWire, runWireOwnCores, type OwnCoresResult,
 import { runUpload, type UploadResult } from './scenarios/upload.js';
 import { runWeb, type WebResult } from './scenarios/web.js';
 import { runCitus, type CitusResult } from './scenarios/citus.js';
+import { clientsGoals, clientsLines, runClients, type ClientsResult } from './scenarios/clients.js';
 
 interface Targets {
   name: string;
@@ -215,6 +216,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     web?: WebResult | string;
     citus?: CitusResult | string;
     soak?: SoakResult | string;
+    clients?: ClientsResult | string;
   } = {};
   try {
     log(`pgbench -i -s ${settings.scale} through repobase`);
@@ -223,6 +225,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
       log(`pgbench -i -s ${settings.scale} through repobase${ref.suffix}`);
       await initPgbench(ref.env, settings.scale);
     }
+    if (wanted('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
     if (wanted('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log, ref);
     if (wanted('wire-own-cores')) {
       results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log, ref);
@@ -283,6 +286,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
   const goal = (name: string, min: number, measured: number): Targets => ({ name, target: `≥ ${min.toFixed(1)}`, ratio: measured, passed: measured >= min });
   const targets: Targets[] = [
     ...wireGoals.map(([label, scenario, min]) => goal(`wire ${label} vs PgBouncer`, min, vsBouncer(scenario, 'repobase', results.wire))),
+    ...clientsGoals(typeof results.clients === 'object' ? results.clients : undefined),
     goal('REST one-row select vs bare fastify+pg', 0.8, restRatio('repobase', 'bare fastify+pg', rest)),
     { name: 'upload with inference vs psql \\copy', target: '≥ 0.5', ratio: upload?.ratio ?? NaN, passed: (upload?.ratio ?? 0) >= 0.5 },
     // 500 connections of a smoke run weigh less than the collector's swings (a run read −32 KB each): shown, not judged.
@@ -330,6 +334,8 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     ...(results.wire ? wireTable(results.wire, env.repobase.workers) : ['Wire on shared cores: not run']),
     '',
     ...(own ? ownCoresTable(own) : [`Proxies on cores of their own: ${results.wireOwnCores ?? 'not run'}`]),
+    '',
+    ...(typeof results.clients === 'object' ? clientsLines(results.clients) : [`Many clients: ${results.clients ?? 'not run'}`]),
     '',
     ...(rest ? restTable(rest) : ['REST on shared cores: not run']),
     '',

@@ -10,6 +10,7 @@ import type { Logger } from './shared/logger.js';
 import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
+import { BackendBudget } from './upstream/budget.js';
 import { createPolicy } from './policy/index.js';
 import type { QueryCancelPeers } from './http/running-queries.js';
 import { openCancelChannel } from './wire/cancel-channel.js';
@@ -75,14 +76,16 @@ export async function startService(config: Config, log: Logger, options: Service
     // Wire CancelRequests for other processes (workers or instances) go through the cluster.
     const cancelPeers = await openCancelChannel(cluster.adminConfig, cluster.admin, log);
     cleanup.push(() => cancelPeers.close());
-    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers }).catch((err: unknown) => {
+    // One budget of backends for the wire front end and POST /query/ (uploads' pools are apart, see RolePools).
+    const budget = new BackendBudget(config.upstreamMaxSessions);
+    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers, budget }).catch((err: unknown) => {
       throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
     });
     cleanup.push(() => wire.close());
     const pools = new RolePools({ cluster, config, log });
     cleanup.push(() => pools.close());
     // A REST statement ends by statementTimeoutMs upstream; silent a second past it, the network is taken as gone.
-    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, metricsName: 'rest', silenceMs: config.statementTimeoutMs + 1_000, log });
+    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, budget, metricsName: 'rest', silenceMs: config.statementTimeoutMs + 1_000, log });
     cleanup.push(async () => sessions.close());
     let draining = false;
     const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });

@@ -45,7 +45,7 @@ export interface WireOptions {
 }
 
 /** pgbench once; on `cpus` only when given. */
-async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cpus?: readonly number[]): Promise<{ tps: number; latency: number }> {
+export async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cpus?: readonly number[]): Promise<{ tps: number; latency: number }> {
   const args = [...scenario.args, '-c', String(opts.clients), '-j', '2', '-T', String(opts.seconds), '-n', conninfo(conn, scenario.tls ? 'require' : 'disable')];
   const r = cpus ? await run('taskset', ['-c', cpus.join(','), 'pgbench', ...args]) : await run('pgbench', args);
   const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(r.stdout)?.[1]);
@@ -63,7 +63,7 @@ async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cp
  * inherits the dead rows of the runs before it (the targets run in the same order every round:
  * without this, the later ones ran on ever more bloated tables until autovacuum came by).
  */
-async function resetTables(direct: Conn): Promise<void> {
+export async function resetTables(direct: Conn): Promise<void> {
   const r = await run('psql', [conninfo(direct), '-v', 'ON_ERROR_STOP=1', '-qc', 'VACUUM pgbench_branches, pgbench_tellers', '-c', 'TRUNCATE pgbench_history']);
   if (r.code !== 0) throw new Error(`resetting the pgbench tables failed: ${r.stderr}`);
 }

@@ -63,6 +63,7 @@ import {
 import { TtlCache } from './ttl-cache.js';
 import { LastUsedRecorder } from './last-used.js';
 import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
+import { storageOf, type Storage } from './storage.js';
 import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
 
 export type { SchemaChange };
@@ -482,6 +483,11 @@ export class ControlPlane {
   /** Hourly usage rows of `user` (every user when undefined), oldest first. */
   usageRows(filter: { user?: string | undefined; since?: Date | undefined }): Promise<UsageRow[]> {
     return listUsage(this.admin, filter);
+  }
+
+  /** What `user` keeps stored now: their repos' bytes and their large objects. */
+  storage(user: string): Promise<Storage> {
+    return storageOf(this.admin, user);
   }
 
   /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */

@@ -8,6 +8,7 @@ import { loadModule, parseSync } from 'libpg-query';
 import { hasCitus, prepareCitus } from '../upstream/citus.js';
 import { catalogTableoidSql, catalogViewsSql } from '../policy/catalog-views.js';
 import { catalogWrappersSql } from '../policy/catalog-wrappers.js';
+import { backendPidSql } from '../policy/backend-pid.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -255,6 +256,12 @@ const migrations: Migration[] = [
     name: 'filtered catalog views over tables show tableoid',
     // pg_dump identifies catalog rows by (tableoid, oid).
     sql: () => catalogTableoidSql(),
+  },
+  {
+    version: 9,
+    name: 'pg_backend_pid() shows a wire client the process id it was given',
+    // Pooling by transaction moves a client between backends (src/policy/backend-pid.ts).
+    sql: () => backendPidSql(),
   },
 ];
 

@@ -209,6 +209,16 @@ export const cancelRequests = {
   peer: cancels({ outcome: 'peer' }),
 } as const;
 
+// ── pooling by transaction ──────────────────────────────────────────────────────────────
+
+const replays = tallyCounter('repobase_wire_setting_replays_total', "Wire requests ahead of which a pooled backend was given the client's settings (the difference from what it had).", []);
+const reprepares = tallyCounter('repobase_wire_statement_reprepares_total', 'Prepared statements of wire clients made again, unseen, on a pooled backend that lacked them.', []);
+const checks = tallyCounter('repobase_wire_state_checks_total', 'Times a pooled backend was asked what session state it holds, after code the proxy could not see into (a user function, DO, CALL) or to learn whether a pin is over.', []);
+
+export const settingReplays = replays({});
+export const statementReprepares = reprepares({});
+export const stateChecks = checks({});
+
 const authFailures = tallyCounter('repobase_auth_failures_total', 'Failed authentications, by front end: wire (password or SCRAM exchange), rest (bearer API key), console (log-in with user name and password).', ['front_end']);
 
 export const authFailed = {
@@ -314,7 +324,7 @@ new client.Gauge({
 
 new client.Gauge({
   name: 'repobase_upstream_sessions',
-  help: 'Upstream Postgres sessions by pool (wire: one per wire client in a session; rest: POST /query/; import: uploads) and state (active: handed out or opening; idle: pooled), and waiting: requests waiting for a session because the user has every one busy.',
+  help: "Upstream Postgres sessions (backends) by pool (wire: held by wire clients for a transaction, or pinned, or for the session in session mode; rest: POST /query/; import: uploads) and state (active: handed out or opening; idle: pooled), and waiting: requests waiting in line for one because their user's, or the service's, are all busy.",
   labelNames: ['pool', 'state'],
   registers: [registry],
   collect() {
@@ -328,6 +338,27 @@ new client.Gauge({
     for (const [pool, s] of sums) for (const [state, n] of Object.entries(s)) this.set({ pool, state }, n);
   },
 });
+
+const pinSources = new Set<() => Record<string, number>>();
+
+new client.Gauge({
+  name: 'repobase_wire_pinned_clients',
+  help: "Wire clients that keep their backend between transactions (pooling by transaction), by reason: temp (temporary objects), advisory_lock (session advisory locks), listen (LISTEN), cursor (cursors WITH HOLD), unknown (the backend is being asked what a user's function left). A client pinned for several reasons counts under each.",
+  labelNames: ['reason'],
+  registers: [registry],
+  collect() {
+    this.reset();
+    const sum = new Map<string, number>();
+    for (const read of pinSources) for (const [reason, n] of Object.entries(read())) sum.set(reason, (sum.get(reason) ?? 0) + n);
+    for (const [reason, n] of sum) this.set({ reason }, n);
+  },
+});
+
+/** Registers the wire front end's pinned clients by reason (read when scraped); returns the unregistration. */
+export function watchPins(read: () => Record<string, number>): () => void {
+  pinSources.add(read);
+  return () => void pinSources.delete(read);
+}
 
 /** Registers the wire front end's client states (read when scraped); returns the unregistration. */
 export function watchWireClients(read: () => WireClientStates): () => void {
@@ -344,7 +375,7 @@ export function watchPool(pool: string, read: () => PoolStates): () => void {
 
 const poolWait = tallyHistogram(
   'repobase_upstream_pool_wait_seconds',
-  "Time a request waited for an upstream session because the user's sessions in that pool were all busy (until one was free, or the wait timed out with 53300), by pool.",
+  "Time a request waited for an upstream session because its user's (or the service's) sessions in that pool were all busy (until one was free, or the wait timed out with 53300), by pool.",
   ['pool'],
   [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
 );

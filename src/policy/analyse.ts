@@ -18,6 +18,7 @@ import { COMPACT_MIN_CHARS, compactValues } from './compact.js';
 import { indexBefore, originalPosition, type Edit } from './splices.js';
 import { withEscapeStrings } from './escapes.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
+import { sessionEffects } from './session-effects.js';
 import { grantHandlers } from './grants.js';
 import { noScope, Walker, type HandlerEntry, type WalkContext } from './walker.js';
 
@@ -171,12 +172,14 @@ function analyseText(sql: string): Analysis {
       return facts;
     });
     const rewritten = rewrite(sql, texts, statements, offsets);
+    const effects = texts.map((t) => sessionEffects(t.node, t));
+    const session = effects.some((e) => e.length > 0) ? { effects } : {};
     for (const facts of statements) facts.settingFree = isSettingFree(facts);
     const channels = statements.find((s) => s.channelSpans.length > 0);
-    if (channels === undefined) return { error: null, statements, rewrite: rewritten };
+    if (channels === undefined) return { error: null, statements, rewrite: rewritten, ...session };
     // Channels are spliced per user into the original text: not combined with another rewrite.
     if (rewritten !== null) channels.refusal ??= { code: SqlState.FeatureNotSupported, message: `${channels.command} together with catalog reads or a column type change is not supported`, hint: `send ${channels.command} as a query of its own` };
-    return { error: null, statements, rewrite: rewritten, channelText: sql };
+    return { error: null, statements, rewrite: rewritten, channelText: sql, ...session };
   } catch (err: unknown) {
     // A tree deep enough to exhaust the stack (thousands of nested parentheses).
     if (err instanceof RangeError) {

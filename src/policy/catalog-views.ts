@@ -121,10 +121,14 @@ export const filteredCatalog: ReadonlyMap<string, string> = new Map([
  * A DO block making a filtered view of each of `names` (pg_catalog relation → filter): every column
  * as it is, but pseudo-typed ones (anyarray: pg_attribute.attmissingval, pg_stats' value lists),
  * which a view cannot have: those become their text form. `tableoid` (migration 8): over a
- * catalog table, its system column `tableoid` follows the others, as pg_dump reads it.
+ * catalog table, its system column `tableoid` follows the others, as pg_dump reads it. `pid`
+ * (migration 9): the expression (a format string of the column's name) that `pid` and
+ * `leader_pid` columns become.
  */
-function viewsSql(names: Array<[string, string]>, how: { replace: boolean; tableoid: boolean }): string {
+export function viewsSql(names: Array<[string, string]>, how: { replace: boolean; tableoid: boolean; pid?: string }): string {
   const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
+  // Migration 9: a column naming a backend by its process id shows the session's own as pg_backend_pid() does.
+  const pid = how.pid === undefined ? '' : `WHEN a.attname IN ('pid', 'leader_pid') THEN format(${literal(how.pid)}, a.attname) `;
   return `
     DO $do$
     DECLARE
@@ -132,7 +136,7 @@ function viewsSql(names: Array<[string, string]>, how: { replace: boolean; table
     BEGIN
       FOR r IN
         SELECT v.name, v.filter, c.relkind,
-               (SELECT string_agg(CASE WHEN t.typtype = 'p' THEN format('%1$I::text AS %1$I', a.attname) ELSE format('%I', a.attname) END, ', ' ORDER BY a.attnum)
+               (SELECT string_agg(CASE ${pid}WHEN t.typtype = 'p' THEN format('%1$I::text AS %1$I', a.attname) ELSE format('%I', a.attname) END, ', ' ORDER BY a.attnum)
                   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
                  WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns
           FROM unnest(ARRAY[${names.map(([name]) => literal(name)).join(', ')}]::text[],

@@ -28,13 +28,13 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   const count = analysis.statements.length;
   let path = session.searchPath;
   let changes: SessionChange[] | undefined;
-  for (const facts of analysis.statements) {
+  for (const [i, facts] of analysis.statements.entries()) {
     if (facts.schema !== null && facts.refusal === null) return count > 1 ? deny(alone(facts)) : schemaCommand(facts.schema, rights);
     const refusal = check(facts, rights, path);
     if (refusal !== null) {
       // The statements ahead may run first, as in Postgres, unless they changed the session
       // (the front end would not follow) or the seed rule rewrote the string.
-      const ahead = facts.start > 0 && changes === undefined && analysis.rewrite === null;
+      const ahead = facts.start > 0 && changes === undefined && analysis.rewrite === null && !analysis.effects?.slice(0, i).some((e) => e.length > 0);
       return ahead ? { kind: 'deny', error: toError(refusal), refusedAt: facts.start } : deny(refusal);
     }
     for (const setting of facts.settings) {
@@ -50,9 +50,10 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   const done = changes ?? noChanges;
   if (analysis.statements.some((s) => s.shareCommand !== null)) return shareDecision(analysis.statements, rights);
   const free = settingFree(analysis, path) ? ({ settingFree: true } as const) : undefined;
-  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count, ...free };
+  const effects = analysis.effects === undefined ? {} : { effects: analysis.effects };
+  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count, ...free, ...effects };
   if (analysis.channelText !== undefined) return channelDecision(analysis, analysis.channelText, rights.user, done);
-  return { kind: 'allow', changes: done, statements: count, ...free };
+  return { kind: 'allow', changes: done, statements: count, ...free, ...effects };
 }
 
 /** Whether no statement of `analysis` can change a setting, its unqualified names resolved on `path`. */
@@ -149,7 +150,7 @@ function schemaCommand(cmd: SchemaCommand, rights: Rights): Decision {
 function channelDecision(analysis: Analysis, sql: string, user: string, changes: readonly SessionChange[]): Decision {
   const spans = channelSpans(analysis.statements) ?? [];
   const listens = spans.filter((s) => s.listen && s.name.startsWith(`${user}/`)).map((s) => s.name);
-  const extra = listens.length > 0 ? { listens } : {};
+  const extra = { ...(listens.length > 0 ? { listens } : {}), ...(analysis.effects === undefined ? {} : { effects: analysis.effects }) };
   const out = channelSql(sql, user, spans.filter((s) => !s.name.startsWith(`${user}/`)));
   if (out.text === sql) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
   return { kind: 'rewrite', sql: out.text, edits: [out.edits], changes, statements: analysis.statements.length, ...extra };

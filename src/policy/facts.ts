@@ -1,5 +1,6 @@
 // What the analysis learns from a query string. Plain data only: it is independent of who asks
 // (one cache serves every user), and it crosses the worker-thread boundary by structured clone.
+import type { SessionEffect } from './types.js';
 import type { Edit } from './splices.js';
 
 /** The access a reference needs: read rows, change rows, or own the repo (DDL). */
@@ -143,4 +144,6 @@ export interface Analysis {
   rewrite: Rewritten | null;
   /** The query string, kept when it names LISTEN/NOTIFY channels: they are spliced per user. */
   channelText?: string;
+  /** Per statement, what it does to the session (session-effects.ts); absent when no statement does anything. */
+  effects?: SessionEffect[][];
 }

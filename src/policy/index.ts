@@ -12,8 +12,9 @@ import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 
 export { clientChannel } from './channels.js';
+export { BACKEND_PID_SETTING } from './backend-pid.js';
 export { errorInOriginal } from './splices.js';
-export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange } from './types.js';
+export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
 
 /**
  * The denial of a statement Postgres could read differently from the policy's parser with the
@@ -88,7 +89,8 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
       });
     }
     const analysis = analyse(sql);
-    if (shape !== undefined && analysis.error === null && analysis.rewrite === null && analysis.channelText === undefined) shapes.set(shape, analysis);
+    // Effects replayed from the statement's text carry its position, which differs between texts of one shape.
+    if (shape !== undefined && analysis.error === null && analysis.rewrite === null && analysis.channelText === undefined && !hasPositions(analysis)) shapes.set(shape, analysis);
     else cache.set(sql, analysis);
     return evaluate(analysis, rights, session);
   }
@@ -113,6 +115,10 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   }
 
   return { decide, close: () => pool.close() };
+}
+
+function hasPositions(analysis: Analysis): boolean {
+  return analysis.effects?.some((list) => list.some((e) => e.kind === 'set_text' || e.kind === 'prepare')) ?? false;
 }
 
 function samePath(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {

@@ -34,6 +34,50 @@ export type SessionChange =
   | { kind: 'search_path'; value: readonly string[] }
   | { kind: 'reset_search_path' };
 
+/**
+ * What one statement does to its session beyond its transaction, for a front end that pools
+ * backends by transaction (see session-effects.ts). Applied once the statement succeeded.
+ */
+export type SessionEffect =
+  /** SET name …: replayed as the statement's own text, `start`–`end` of the query string. */
+  | { kind: 'set_text'; name: string; start: number; end: number }
+  /** set_config(name, value, false) with constant arguments, or SET SESSION CHARACTERISTICS. */
+  | { kind: 'set'; name: string; value: string }
+  /** A session setting whose value is known only to the server (set_config with a parameter). */
+  | { kind: 'set_unknown'; name: string }
+  | { kind: 'reset'; name: string }
+  | { kind: 'reset_all' }
+  | { kind: 'discard'; what: 'all' | 'temp' | 'plans' | 'sequences' }
+  /** SQL PREPARE (its text `start`–`end`); `inner`: the effects of running the prepared query. */
+  | { kind: 'prepare'; name: string; start: number; end: number; inner: SessionEffect[] }
+  /** EXECUTE name (also inside EXPLAIN or CREATE TABLE AS): runs a prepared statement. */
+  | { kind: 'execute'; name: string }
+  /** DEALLOCATE name, or DEALLOCATE ALL (`null`). */
+  | { kind: 'deallocate'; name: string | null }
+  /** Creates an object in the session's temporary schema. */
+  | { kind: 'temp' }
+  /** Takes a session-level advisory lock (`surely`: not a `try` that may take none); `unlock` releases one (others may remain), `unlock_all` all. */
+  | { kind: 'lock'; surely: boolean }
+  | { kind: 'unlock' }
+  | { kind: 'unlock_all' }
+  | { kind: 'listen' }
+  | { kind: 'unlisten'; all: boolean }
+  | { kind: 'hold_cursor'; name: string }
+  /** CLOSE name, or CLOSE ALL (`null`). */
+  | { kind: 'close_cursor'; name: string | null }
+  /** SAVEPOINT / RELEASE, or ROLLBACK TO (`rollback`). */
+  | { kind: 'savepoint'; rollback: boolean }
+  /** currval / lastval: read what nextval last returned in this session. */
+  | { kind: 'sequence' }
+  /** pg_backend_pid(): reads the client's process id, a setting the front end carries (backend-pid.ts). */
+  | { kind: 'backend_pid' }
+  /** An unqualified function call: session state only if it is not a built-in of the server. */
+  | { kind: 'call'; name: string }
+  /** Code out of the policy's sight: a user function, DO, CALL, set_config of a name not given as a constant. */
+  | { kind: 'unknown' }
+  /** Custom settings (`app.tenant`) a function body or DO block names: code that may set them later. */
+  | { kind: 'names'; names: string[] };
+
 /** A statement the control plane performs instead of Postgres. */
 export type HandledAction =
   | { kind: 'create_repo'; owner: string; repo: string; ifNotExists: boolean }
@@ -51,7 +95,15 @@ export type HandledAction =
  * for its next user; absent when it may.
  */
 export type Decision =
-  | { kind: 'allow'; changes: readonly SessionChange[]; statements: number; listens?: readonly string[]; settingFree?: true }
+  | {
+      kind: 'allow';
+      changes: readonly SessionChange[];
+      statements: number;
+      listens?: readonly string[];
+      settingFree?: true;
+      /** Per statement, what it does to the session (see SessionEffect); absent when nothing. */
+      effects?: readonly (readonly SessionEffect[])[];
+    }
   | {
       kind: 'rewrite';
       settingFree?: true;
@@ -65,6 +117,7 @@ export type Decision =
        * by that name (others without the prefix, as the client named them: `clientChannel`).
        */
       listens?: readonly string[];
+      effects?: readonly (readonly SessionEffect[])[];
     }
   | {
       kind: 'deny';

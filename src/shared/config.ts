@@ -35,7 +35,10 @@ export const ConfigSchema = Type.Object({
     description: 'on SIGTERM/SIGINT, wire transactions and REST requests in flight may finish for this many milliseconds before the service stops; 0 = stop at once',
   }),
   maxStatementBytes: Positive('statements larger than this are refused with 54000 before parsing'),
-  upstreamPoolMax: Positive('upstream connections per user role'),
+  upstreamPoolMax: Positive('upstream connections per user role of the REST API (POST /query/ sessions, and the uploads\' connections)'),
+  upstreamMaxSessions: Positive(
+    "upstream backends the whole service may hold (wire and REST together; worker processes share it evenly): keep it under Postgres' max_connections with room for the control plane (a few per worker) and an admin",
+  ),
   upstreamIdleMs: Positive('an idle upstream connection is closed after this many milliseconds'),
   upstreamConnectTimeoutMs: Positive('a new upstream connection must be connected and logged in within this many milliseconds; past it the client gets 08006'),
   upstreamResponseTimeoutMs: Type.Integer({
@@ -54,7 +57,13 @@ export const ConfigSchema = Type.Object({
   pgSendTimeoutMs: Positive('a wire client that reads nothing of a pending answer for this many milliseconds is closed; its statement is cancelled and its upstream session reset for the next client'),
   pgIdleTimeoutMs: Type.Integer({ minimum: 0, description: 'close wire clients idle (outside a transaction) this long; 0 = never' }),
   pgMaxMessageBytes: Positive('largest protocol message accepted from a wire client (08P01 past it)'),
-  pgSessionsPerUser: Positive('upstream sessions one user may hold through the wire front end (one per connected client; 53300 past it)'),
+  pgLargeMessagesBytes: Positive('bytes of large client messages (1 MiB and more) a process reads and judges at once; a client whose large message does not fit waits, its socket paused, until one is done'),
+  pgSessionsPerUser: Positive('upstream backends one user may hold through the wire front end at once; a client past it waits in line for one (53300 after pgPoolTimeoutMs)'),
+  pgPoolMode: Type.Union([Type.Literal('transaction'), Type.Literal('session')], {
+    description:
+      "transaction: a wire client holds a backend only while a transaction (or an extended batch until Sync, or a COPY) runs, its session state carried by the proxy; session: one backend from a client's first statement until it disconnects",
+  }),
+  pgPoolTimeoutMs: Positive('a wire client waits this many milliseconds at most for a backend when its user\'s (or the service\'s) are all busy; past it, 53300'),
   maxResultRows: Positive('rows one REST query answers at most; a longer result ends with "truncated": true'),
   httpBodyLimitBytes: Positive('largest REST request body in bytes; a larger one is refused with 413 (54000)'),
   rateLimitMax: Positive('REST requests one API key may make per rate-limit window; more get 429 (53400) with Retry-After'),

@@ -1,21 +1,41 @@
 /**
- * Upstream sessions per (role, startup parameters), reused across client connections after
- * `DISCARD ALL` — session pooling, as PgBouncer's session mode: a client holds one upstream
- * session from login to disconnect. Idle sessions close after `idleMs`.
+ * Upstream sessions per (role, start-up parameters), handed out and taken back: the wire front
+ * end's backends (each held by a client for one transaction, or for its whole session in session
+ * mode) and the REST API's (one statement each). Every role keeps its own sessions: a session is
+ * only ever handed to a user of the role it logged in as.
+ *
+ * - **Affinity.** `takeIdle` gives a caller the session it names (the one it used last) when that
+ *   one is idle, else the most recently used: a client that comes back finds its own backend.
+ * - **Limits.** At most `maxPerRole` sessions per role, and every session holds a slot of the
+ *   process's `BackendBudget`, shared with the other pools. A request past either limit waits in
+ *   order; a session given back goes straight to the longest waiter of its role, idle sessions of
+ *   other roles are closed for a role that waits for a slot, and past `waitMs` the request fails
+ *   with 53300.
+ * - **Size follows load.** A session opens only when a request finds none idle, and closes after
+ *   `idleMs` idle (or at once, when another role waits for its slot).
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
 import type { Cluster } from './cluster.js';
+import { BackendBudget } from './budget.js';
 import { timePoolWait, watchPool } from '../observe/metrics.js';
-import { noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
+import { ignore, noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
 import { SilenceWatch } from './silence-watch.js';
 
 interface Idle {
   session: UpstreamSession;
   since: number;
-  /** Listens while the session is parked (see `park`); removed when it is handed out. */
-  onStray: () => void;
+}
+
+interface Waiter {
+  key: string;
+  /** Takes a session given back by another user of the role. */
+  give(session: UpstreamSession): void;
+  /** Opens a session: room was made for it (a budget slot is taken for it). */
+  open(): void;
+  /** Set while it waits in the budget's line: leaves it. */
+  leaveBudget?: (() => void) | undefined;
 }
 
 export interface SessionPoolOptions {
@@ -25,15 +45,18 @@ export interface SessionPoolOptions {
   maxPerRole: number;
   idleMs: number;
   /**
-   * `eager`: a released session runs DISCARD ALL before it is pooled (the wire relay hands the
-   * socket to a client as is). `lazy`: it is pooled at once as its user left it, and its next
-   * user resets it in the same round trip as its own statement when it is marked `needsReset`
-   * (the REST API: every statement marks it, and one the policy found setting-free clears the
-   * mark again, see query-run.ts).
+   * `eager`: a session given back clean runs DISCARD ALL before it is pooled (the wire relay in
+   * session mode hands the socket to a client as is). `lazy`: it is pooled at once, marked
+   * as its user left it, and its next user resets it in the same round trip as its own
+   * statement when it is marked `needsReset` (the REST API: every statement marks it, and one the
+   * policy found setting-free clears the mark again, see query-run.ts). `none`: pooled as it is,
+   * its user keeping track of what it holds (the wire relay pooling by transaction); `release(…, 'reset')` asks for a DISCARD ALL all the same.
    */
-  reset: 'eager' | 'lazy';
-  /** How long `acquire` waits for a session when the role has `maxPerRole` busy. */
+  reset: 'eager' | 'lazy' | 'none';
+  /** How long `acquire` waits for room before 53300. */
   waitMs: number;
+  /** The process's backends, shared with the other pools; unset: this pool's own, unbounded. */
+  budget?: BackendBudget;
   /** The pool's name in the metrics (`wire`, `rest`); unset: not in the metrics. */
   metricsName?: string;
   /**
@@ -49,6 +72,9 @@ export interface SessionPoolOptions {
 
 const DISCARD = buildQuery('DISCARD ALL');
 
+/** How a session comes back: reusable as it is, reusable after DISCARD ALL, or to be closed. */
+export type Return = 'keep' | 'reset' | 'close';
+
 export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
@@ -57,21 +83,24 @@ export class SessionPool {
   private readonly silence: SilenceWatch | undefined;
   /** Every session open (handed out or parked), from its login until it is gone; kept for the silence watch only. */
   private readonly live = new Set<UpstreamSession>();
-  private readonly waiting = new Map<string, (() => void)[]>();
+  private readonly waiting = new Map<string, Waiter[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
   private readonly learning = new Map<string, Promise<ReadonlyMap<string, string>>>();
+  private readonly budget: BackendBudget;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly unregister: () => void;
+  private readonly unwatch: (() => void) | undefined;
   private closed = false;
 
   constructor(private readonly opts: SessionPoolOptions) {
+    this.budget = opts.budget ?? new BackendBudget(Number.MAX_SAFE_INTEGER);
+    this.unregister = this.budget.register({ oldestIdle: () => this.oldestIdle()?.idle.since, closeOldestIdle: () => this.closeOldestIdle() });
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
     if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs, () => this.handedOut());
   }
-
-  private readonly unwatch: (() => void) | undefined;
 
   /** Sessions handed out (or opening), pooled, and acquires waiting for room: read when the metrics are scraped. */
   private states(): { active: number; idle: number; waiting: number } {
@@ -119,7 +148,7 @@ export class SessionPool {
     if (!learning) {
       learning = this.acquire(role, params)
         .then((session) => {
-          this.release(role, params, session, true);
+          this.release(role, params, session, 'keep');
           return session.parameters;
         })
         .finally(() => this.learning.delete(key));
@@ -128,36 +157,49 @@ export class SessionPool {
     return learning;
   }
 
-  /** An idle session with exactly these startup parameters, if there is one (no wait). */
-  takeIdle(role: string, params: Readonly<Record<string, string>>): UpstreamSession | undefined {
-    const list = this.idle.get(this.key(role, params));
-    while (list && list.length > 0) {
-      const { session, onStray } = list.pop()!;
-      session.socket.off('data', onStray);
+  /**
+   * An idle session with exactly these startup parameters, if there is one (no wait): `prefer`
+   * if it is idle, else the one used last. Waiting requests of the role come first.
+   */
+  takeIdle(role: string, params: Readonly<Record<string, string>>, prefer?: UpstreamSession): UpstreamSession | undefined {
+    const key = this.key(role, params);
+    if (this.waiting.has(role)) return undefined;
+    const list = this.idle.get(key);
+    if (list === undefined || list.length === 0) return undefined;
+    let i = list.length - 1;
+    if (prefer !== undefined && list[i]!.session !== prefer) {
+      const at = list.findIndex((e) => e.session === prefer);
+      if (at >= 0) i = at;
+    }
+    while (list.length > 0) {
+      const { session } = list.splice(i, 1)[0]!;
+      i = list.length - 1;
+      if (list.length === 0) this.idle.delete(key);
+      session.sink = ignore;
       if (!session.socket.destroyed) return session;
       this.forget(role, session);
     }
     return undefined;
   }
 
-  /** The sessions open and not parked: handed out (or, in an `eager` pool, being reset). Read by the silence watch. */
+  /** The sessions open and not parked: handed out (or being reset). Read by the silence watch. */
   private handedOut(): UpstreamSession[] {
     const parked = new Set<UpstreamSession>();
     for (const list of this.idle.values()) for (const { session } of list) parked.add(session);
     return [...this.live].filter((s) => !parked.has(s));
   }
 
-  /** An idle session with exactly these startup parameters, or a new one. */
-  async acquire(role: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
-    const idle = this.takeIdle(role, params);
-    if (idle) return idle;
+  /** An idle session with exactly these startup parameters (`prefer` if idle), or a new one once there is room. */
+  acquire(role: string, params: Readonly<Record<string, string>>, prefer?: UpstreamSession): Promise<UpstreamSession> {
+    const idle = this.takeIdle(role, params, prefer);
+    if (idle) return Promise.resolve(idle);
     const key = this.key(role, params);
-    const n = this.count.get(role) ?? 0;
-    if (n >= this.opts.maxPerRole) {
-      if (!this.closeIdle(role)) await this.waitForRoom(role);
-      return this.acquire(role, params);
-    }
-    this.count.set(role, n + 1);
+    if (!this.waiting.has(role) && (this.count.get(role) ?? 0) < this.opts.maxPerRole && this.budget.take()) return this.open(role, key, params);
+    return this.wait(role, key, params);
+  }
+
+  private async open(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+    this.count.set(role, (this.count.get(role) ?? 0) + 1);
     try {
       const session = await openUpstreamSession(this.opts.target(role), params);
       if (this.greetings.size > 10_000) this.greetings.clear();
@@ -166,14 +208,75 @@ export class SessionPool {
       return session;
     } catch (err: unknown) {
       this.decrement(role);
+      this.budget.give();
+      this.makeRoom(role);
       throw err;
     }
   }
 
   /**
+   * Waits in the role's line: for a session given back (handed straight over), or for room to
+   * open one — under the role's limit (closing an idle session of the role's other settings) and
+   * with a slot of the budget (the budget closes other roles' idle sessions). 53300 after `waitMs`.
+   */
+  private wait(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+    return new Promise((resolve, reject) => {
+      const list = this.waiting.get(role) ?? [];
+      const waited = this.opts.metricsName ? timePoolWait(this.opts.metricsName) : undefined;
+      const leave = () => {
+        clearTimeout(timer);
+        waited?.();
+        waiter.leaveBudget?.();
+        const i = list.indexOf(waiter);
+        if (i >= 0) list.splice(i, 1);
+        if (list.length === 0 && this.waiting.get(role) === list) this.waiting.delete(role);
+        else if (i === 0) this.makeRoom(role); // the next in line may go ahead
+      };
+      const waiter: Waiter = {
+        key,
+        give: (session) => {
+          leave();
+          resolve(session);
+        },
+        open: () => {
+          const opening = this.open(role, key, params); // counted before the next in line looks
+          leave();
+          opening.then(resolve, reject);
+        },
+      };
+      const timer = setTimeout(() => {
+        leave();
+        reject(
+          new PgError(SqlState.TooManyConnections, `too many connections for user "${role}": no upstream backend became free within ${this.opts.waitMs} ms`, {
+            hint: `every backend this user may hold (at most ${this.opts.maxPerRole}) or the service has stayed busy; retry, or keep transactions short`,
+          }),
+        );
+      }, this.opts.waitMs);
+      list.push(waiter);
+      this.waiting.set(role, list);
+      if (list.length === 1) this.makeRoom(role);
+    });
+  }
+
+  /**
+   * Lets the role's first waiter open a session if there is room: under the role's limit (an idle
+   * session of its other settings is closed for it; its slot comes back through `forget`, which
+   * calls this again) and with a budget slot, or else a place in the budget's line.
+   */
+  private makeRoom(role: string): void {
+    const first = this.waiting.get(role)?.[0];
+    if (first === undefined || first.leaveBudget !== undefined) return;
+    if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole) return void this.closeIdle(role);
+    if (this.budget.take()) return first.open();
+    first.leaveBudget = this.budget.wait(() => {
+      first.leaveBudget = undefined;
+      first.open();
+    });
+  }
+
+  /**
    * Closes the role's longest-idle session (it has other start-up settings: one with these would
-   * have been taken), making room for a new one; false when the role has no idle session. Idle
-   * sessions of one set of settings must not keep a client with other settings waiting.
+   * have been taken), making room for a new one; false when the role has no idle session.
    */
   private closeIdle(role: string): boolean {
     const prefix = role + '\0';
@@ -189,52 +292,40 @@ export class SessionPool {
     return true;
   }
 
-  /** Resolves when a session of `role` is released or closed; 53300 after `waitMs`. */
-  private waitForRoom(role: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const list = this.waiting.get(role) ?? [];
-      const waited = this.opts.metricsName ? timePoolWait(this.opts.metricsName) : undefined;
-      const waiter = () => {
-        waited?.();
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        const i = list.indexOf(waiter);
-        if (i >= 0) list.splice(i, 1);
-        waited?.();
-        reject(
-          new PgError(SqlState.TooManyConnections, `too many connections for user "${role}" (at most ${this.opts.maxPerRole} at once)`, {
-            hint: 'every upstream session of this user stayed busy; close idle connections, or raise the per-user limit',
-          }),
-        );
-      }, this.opts.waitMs);
-      list.push(waiter);
-      this.waiting.set(role, list);
-    });
+  private oldestIdle(): { key: string; idle: Idle } | undefined {
+    let oldest: { key: string; idle: Idle } | undefined;
+    for (const [key, list] of this.idle) {
+      const first = list[0];
+      if (first !== undefined && (oldest === undefined || first.since < oldest.idle.since)) oldest = { key, idle: first };
+    }
+    return oldest;
   }
 
-  /** Lets the longest-waiting `acquire` of `role` try again. */
-  private room(role: string): void {
-    const list = this.waiting.get(role);
-    const next = list?.shift();
-    if (list && list.length === 0) this.waiting.delete(role);
-    next?.();
+  private closeOldestIdle(): void {
+    const oldest = this.oldestIdle();
+    if (oldest === undefined) return;
+    const list = this.idle.get(oldest.key)!;
+    list.shift();
+    if (list.length === 0) this.idle.delete(oldest.key);
+    this.destroy(roleOf(oldest.key), oldest.idle.session);
   }
 
   /**
    * Gives a session back. Only a session outside any transaction, with nothing in flight, may
-   * be reused; it is reset with DISCARD ALL first. Anything else is closed.
+   * be reused (`true` or `'keep'`; `'reset'` runs DISCARD ALL first, as every session of an
+   * `eager` pool does); anything else is closed.
    */
-  release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, clean: boolean): void {
-    if (!clean || this.closed || session.socket.destroyed || session.status !== 'I') {
-      this.destroy(role, session);
-      return;
-    }
-    if (this.opts.reset === 'lazy') {
-      this.park(role, params, session);
-      return;
-    }
+  release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, how: Return | boolean): void {
+    session.sink = ignore;
+    session.onGone = ignore;
+    const ret: Return = how === true ? 'keep' : how === false ? 'close' : how;
+    if (ret === 'close' || this.closed || session.socket.destroyed || session.status !== 'I') return this.destroy(role, session);
+    if (ret === 'reset' || this.opts.reset === 'eager') return this.discard(role, params, session);
+    this.park(role, params, session);
+  }
+
+  /** DISCARD ALL, then pooled; closed if it fails. */
+  private discard(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession): void {
     const socket = session.socket;
     let ok = true;
     const onData = (chunk: Buffer) => {
@@ -259,17 +350,20 @@ export class SessionPool {
     socket.write(DISCARD);
   }
 
+  /** Hands the session to the role's longest waiter with the same settings, or pools it (closes it if another role waits for its slot). */
   private park(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession): void {
     const key = this.key(role, params);
+    const waiters = this.waiting.get(role);
+    const waiter = waiters?.find((w) => w.key === key);
+    if (waiter !== undefined) return waiter.give(session);
+    if (waiters !== undefined || this.budget.pressed) return this.destroy(role, session); // its room goes to a waiter
     const list = this.idle.get(key) ?? [];
     // A parked session has nothing to say; anything it sends is its backend going away (a FATAL
     // from pg_terminate_backend or a shutdown arrives before the connection closes). Closing it at
     // once keeps the next client from being handed a session that is already dead.
-    const onStray = () => session.socket.destroy();
-    session.socket.on('data', onStray);
-    list.push({ session, since: Date.now(), onStray });
+    session.sink = () => session.socket.destroy();
+    list.push({ session, since: Date.now() });
     this.idle.set(key, list);
-    this.room(role);
   }
 
   private destroy(role: string, session: UpstreamSession): void {
@@ -280,28 +374,28 @@ export class SessionPool {
     this.forget(role, session);
   }
 
-  /** Stops counting `session` against its role (once, however many paths report it gone). */
+  /** Stops counting `session` against its role and the budget (once, however many paths report it gone). */
   private forget(role: string, session: UpstreamSession): void {
     if (this.gone.has(session)) return;
     this.gone.add(session);
     this.live.delete(session);
     this.decrement(role);
+    this.budget.give();
+    this.makeRoom(role);
   }
 
   private decrement(role: string): void {
     const n = (this.count.get(role) ?? 1) - 1;
     if (n <= 0) this.count.delete(role);
     else this.count.set(role, n);
-    this.room(role);
   }
 
   private sweep(): void {
     const cutoff = Date.now() - this.opts.idleMs;
     for (const [key, list] of this.idle) {
-      const role = key.slice(0, key.indexOf('\0'));
       const keep = list.filter((i) => {
         if (i.since >= cutoff && !i.session.socket.destroyed) return true;
-        this.destroy(role, i.session);
+        this.destroy(roleOf(key), i.session);
         return false;
       });
       if (keep.length) this.idle.set(key, keep);
@@ -313,14 +407,16 @@ export class SessionPool {
   close(): void {
     this.closed = true;
     this.unwatch?.();
+    this.unregister();
     this.silence?.close();
     clearInterval(this.sweeper);
-    for (const [key, list] of this.idle) {
-      const role = key.slice(0, key.indexOf('\0'));
-      for (const i of list) this.destroy(role, i.session);
-    }
+    for (const [key, list] of this.idle) for (const i of list) this.destroy(roleOf(key), i.session);
     this.idle.clear();
   }
+}
+
+function roleOf(key: string): string {
+  return key.slice(0, key.indexOf('\0'));
 }
 
 /** A session pool logging in to `cluster` as each user's own role (its derived password, its TLS). */

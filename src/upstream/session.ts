@@ -14,6 +14,7 @@ import {
   buildCancelRequest,
   buildCopyFail,
   buildPasswordMessage,
+  buildQuery,
   buildSaslInitialResponse,
   buildSaslResponse,
   buildSslRequest,
@@ -21,6 +22,7 @@ import {
   buildSync,
   decodeAuthentication,
   decodeBackendKeyData,
+  decodeDataRow,
   decodeErrorResponse,
   decodeParameterStatus,
   decodeReadyForQuery,
@@ -70,7 +72,18 @@ export interface UpstreamSession {
    * differently from the parser that checked it.
    */
   readingChanged: boolean;
+  /**
+   * Receives the socket's data: whoever holds the session points it at its own handler (and
+   * back at `ignore` when done), so that handing a session from one holder to the next moves no
+   * event listener. Holders may listen on the socket themselves instead, leaving it at `ignore`.
+   */
+  sink: (chunk: Buffer) => void;
+  /** Called once the socket has closed (same idea: the holder's own, or `ignore`). */
+  onGone: () => void;
 }
+
+/** A sink or onGone that does nothing. */
+export const ignore = (): void => undefined;
 
 /** Where a CancelRequest for one upstream backend goes, and the key it needs. */
 export interface CancelTarget {
@@ -296,7 +309,10 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
           socket.removeAllListeners('error');
           // Errors surface as 'close' to whoever holds the session; an unheard 'error' would crash the process.
           socket.on('error', () => undefined);
-          resolve({ socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, reading: readingAtLogin(parameters), readingChanged: false });
+          const session: UpstreamSession = { socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, reading: readingAtLogin(parameters), readingChanged: false, sink: ignore, onGone: ignore };
+          socket.on('data', (chunk: Buffer) => session.sink(chunk));
+          socket.on('close', () => session.onGone());
+          resolve(session);
           return;
         }
         default:
@@ -312,6 +328,50 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
       }
     });
     socket.write(buildStartupMessage({ ...params, user: target.user, database: target.database }));
+  });
+}
+
+/** What a query of the proxy's own on a session answered: rows (as text), ParameterStatus values, and its first error. */
+export interface OwnQueryResult {
+  rows: (string | null)[][];
+  reported: [string, string][];
+  error: PgError | undefined;
+}
+
+/**
+ * Runs `sql` (a simple Query) on a session the caller holds, idle, and reads its answers up to
+ * the ReadyForQuery. Rejects only if the connection fails; Postgres' errors come in the result.
+ */
+export function runOwnQuery(session: UpstreamSession, sql: string): Promise<OwnQueryResult> {
+  return new Promise((resolve, reject) => {
+    const result: OwnQueryResult = { rows: [], reported: [], error: undefined };
+    const done = (err?: unknown) => {
+      session.sink = ignore;
+      session.onGone = ignore;
+      if (err === undefined) resolve(result);
+      else reject(err instanceof PgError ? err : new PgError(SqlState.ConnectionFailure, 'the upstream connection failed'));
+    };
+    session.onGone = () => done(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost'));
+    session.sink = (chunk) => {
+      try {
+        session.reader.push(chunk, (code, frame) => {
+          if (code === BackendCode.DataRow) result.rows.push(decodeDataRow(frame));
+          else if (code === BackendCode.ErrorResponse) result.error ??= decodeErrorResponse(frame);
+          else if (code === BackendCode.ParameterStatus) {
+            noteParameterStatus(session, frame);
+            const p = decodeParameterStatus(frame);
+            result.reported.push([p.name, p.value]);
+          } else if (code === BackendCode.ReadyForQuery) {
+            session.status = decodeReadyForQuery(frame);
+            done();
+          }
+        });
+      } catch (err: unknown) {
+        session.socket.destroy();
+        done(err);
+      }
+    };
+    session.socket.write(buildQuery(sql));
   });
 }
 

@@ -1,7 +1,8 @@
 /**
  * Cancel routing. Each client gets the proxy's own BackendKeyData (process id, secret); a
- * CancelRequest carrying them is forwarded to the upstream backend of that client's session,
- * with the upstream's key. Unknown or wrong keys are ignored, as Postgres does.
+ * CancelRequest carrying them is forwarded to the upstream backend serving that client at that
+ * moment, with the upstream's key, and nowhere when none serves it (see Relay.cancel). Unknown
+ * or wrong keys are ignored, as Postgres does.
  *
  * A cancel arrives on a connection of its own, which may reach another process of the service
  * (several workers share the port) or another instance behind the same load balancer. So every
@@ -13,7 +14,6 @@
  * like any other: one path for all, no second route that could deliver a cancel twice.
  */
 import { randomInt, timingSafeEqual } from 'node:crypto';
-import { cancelUpstream, type CancelTarget } from '../upstream/session.js';
 import { cancelRequests } from '../observe/metrics.js';
 
 /** Bits of a process id that name the process that gave it out. */
@@ -44,7 +44,8 @@ export interface CancelPeers {
 
 interface Target {
   secret: number;
-  upstream: () => CancelTarget | undefined;
+  /** Cancels what the client runs now, on the backend serving it; resolves whether a cancel was sent. */
+  cancel: () => Promise<boolean>;
 }
 
 export class CancelRegistry {
@@ -65,7 +66,7 @@ export class CancelRegistry {
   }
 
   /** Registers a client; returns the key to send it. */
-  register(upstream: Target['upstream']): { processId: number; secretKey: number } {
+  register(cancel: Target['cancel']): { processId: number; secretKey: number } {
     const tag = this.tag;
     if (!Number.isInteger(tag) || tag < 1 || tag > MAX_TAG) throw new RangeError(`cancel tag ${tag} is outside 1..${MAX_TAG}`);
     let processId: number;
@@ -74,7 +75,7 @@ export class CancelRegistry {
       processId = tag * 2 ** SERIAL_BITS + this.serial;
     } while (this.targets.has(processId));
     const key = { processId, secretKey: randomInt(-(2 ** 31), 2 ** 31) };
-    this.targets.set(processId, { secret: key.secretKey, upstream });
+    this.targets.set(processId, { secret: key.secretKey, cancel });
     return key;
   }
 
@@ -110,8 +111,11 @@ export class CancelRegistry {
 
   /** Forwards a cancel if it matches a live client of this process; resolves when sent. */
   private cancelHere(processId: number, secretKey: number): Promise<boolean> {
-    const up = this.matches(processId, secretKey) ? this.targets.get(processId)!.upstream() : undefined;
-    (up ? cancelRequests.forwarded : cancelRequests.unknown).value++;
-    return up ? cancelUpstream(up) : Promise.resolve(false);
+    if (!this.matches(processId, secretKey)) {
+      cancelRequests.unknown.value++;
+      return Promise.resolve(false);
+    }
+    cancelRequests.forwarded.value++;
+    return this.targets.get(processId)!.cancel();
   }
 }

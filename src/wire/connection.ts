@@ -30,16 +30,26 @@ import {
 } from '../protocol/index.js';
 import { FrameQueue } from './frame-queue.js';
 import { countError } from '../observe/metrics.js';
+import type { MessageBudget } from './large-messages.js';
+import type { LargeObjectFunctions } from './large-objects.js';
 import { Relay } from './relay.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { upstreamStartup } from './startup-params.js';
 import type { TlsMaterial } from './tls.js';
+import { ClientState, type BuiltinFunctions } from './client-state.js';
+import { Pooling } from './pooling.js';
+import { BASELINE, type StartupSettings } from './startup-settings.js';
 
 export interface WireDeps {
   config: Config;
   control: ControlPlane;
   policy: Policy;
   pool: SessionPool;
+  /** Pooling by transaction (`pgPoolMode` transaction): what start-up parameters make of a session. */
+  startup?: StartupSettings | undefined;
+  builtins: BuiltinFunctions;
+  largeObjects: LargeObjectFunctions;
+  largeMessages: MessageBudget;
   cancels: CancelRegistry;
   tls: TlsMaterial;
   throttle: FailureThrottle;
@@ -201,20 +211,51 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     });
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
     await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
-    const acquire = () => deps.pool.acquire(principal.user, upstreamParams.params);
-    // Greet with what a login with these settings reports, and take an upstream session only when
+    const role = principal.user;
+    const { params } = upstreamParams;
+    // Greet with what a login with these settings reports, and take an upstream backend only when
     // the client first sends something: idle clients cost no upstream backend.
-    const greeting = await deps.pool.greeting(principal.user, upstreamParams.params);
+    let greeting: ReadonlyMap<string, string>;
+    let pooling: Pooling | undefined;
+    if (deps.startup !== undefined) {
+      const startup = await deps.startup.of(role, params);
+      greeting = startup.greeting;
+      pooling = new Pooling(new ClientState(startup.greeting, startup.other), {
+        takeIdle: (prefer) => deps.pool.takeIdle(role, BASELINE, prefer),
+        acquire: (prefer) => deps.pool.acquire(role, BASELINE, prefer),
+        release: (s, how) => deps.pool.release(role, BASELINE, s, how),
+        builtins: deps.builtins,
+        prepareText: (p) => relay.prepareText(p),
+        onLost: (message) => relay.lost(message),
+      });
+    } else {
+      greeting = await deps.pool.greeting(role, params);
+    }
     clearTimeout(timer);
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
-    const relay = new Relay(socket, reader, acquire, principal, session, { policy: deps.policy, control: deps.control, log, auditOrigin, responseTimeoutMs: deps.config.upstreamResponseTimeoutMs, sendTimeoutMs: deps.config.pgSendTimeoutMs }, (used, clean) => {
-      deps.cancels.unregister(key.processId);
-      if (used) deps.pool.release(principal.user, upstreamParams.params, used, clean);
-    });
-    const key = deps.cancels.register(() => {
-      const s = relay.currentUpstream;
-      return s && { host: s.host, port: s.port, processId: s.processId, secretKey: s.secretKey };
-    });
+    const relay: Relay = new Relay(
+      socket,
+      reader,
+      principal,
+      session,
+      {
+        policy: deps.policy,
+        control: deps.control,
+        log,
+        auditOrigin,
+        responseTimeoutMs: deps.config.upstreamResponseTimeoutMs,
+        sendTimeoutMs: deps.config.pgSendTimeoutMs,
+        largeObjects: deps.largeObjects,
+        largeMessages: deps.largeMessages,
+        greeting,
+        acquire: () => deps.pool.acquire(role, params),
+        release: (s, how) => deps.pool.release(role, pooling === undefined ? params : BASELINE, s, how),
+        pooling,
+      },
+      () => deps.cancels.unregister(key.processId),
+    );
+    const key = deps.cancels.register(() => relay.cancel());
+    if (pooling !== undefined) pooling.client.processId = key.processId;
     for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
     socket.write(buildReadyForQuery('I'));

@@ -1,90 +1,45 @@
 /**
- * The relay between one authenticated client and its upstream session. Frames go through as
- * their original bytes — consecutive frames of one chunk in a single write — except `Query` and
- * `Parse`, whose SQL the policy decides first.
+ * The relay between one authenticated client and the upstream backend serving it: the client's
+ * side. Frames go through as their original bytes — consecutive frames of one chunk in a single
+ * write — except `Query` and `Parse`, whose SQL the policy decides first, and, when pooling by
+ * transaction, the prepared-statement names the proxy maps (prepared.ts). The answers come back
+ * through answers.ts, in the order the client sent its requests.
  *
- * Response order: the client must see answers in the order it sent its requests, also when it
- * pipelines. `queue` holds one entry per request awaiting an answer: `upstream` entries complete
- * with the upstream's ReadyForQuery, `local` entries are answers the proxy makes itself and are
- * written as soon as every entry before them has completed.
- *
- * A statement the proxy refuses must fail the transaction as an error from Postgres would
- * (ReadyForQuery `E`, 25P02 after it, COMMIT answered ROLLBACK, savepoints, the implicit
- * transaction of an extended-protocol batch rolled back). Unless nothing is in flight and no
- * transaction is open — then the refusal is answered at once — the upstream runs a stand-in in
- * the refused statement's place that fails the same way, and the proxy's error replaces the
- * stand-in's in the answers.
+ * Backends: in session mode the client takes one at its first request and keeps it; pooling by
+ * transaction (`pooling.ts`), it holds one from the first message that needs one until the
+ * ReadyForQuery 'I' that ends its transaction (an extended batch until its Sync, a COPY until it
+ * ends), unless its session state pins it there. Refusals follow stand-in.ts.
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { performHandled } from '../control/handled.js';
-import { errorInOriginal, misread, type Decision, type Policy, type Session, type SessionChange } from '../policy/index.js';
+import { misread, type Decision, type Policy, type Session, type SessionChange, type SessionEffect } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import {
-  BackendCode,
-  FrontendCode,
-  buildCommandComplete,
-  buildErrorResponse,
-  buildParse,
-  buildQuery,
-  buildReadyForQuery,
-  decodeErrorResponse,
-  decodeParse,
-  decodeQuery,
-  type FrameReader,
-  type ParseMessage,
-  type TransactionStatus,
-} from '../protocol/index.js';
+import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type ClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
-import { notificationForClient } from './notifications.js';
+import { notificationForClient, type OwnPid } from './notifications.js';
 import { Run } from './run.js';
-import { cancelUpstream, noteParameterStatus, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
-import { isDdlTag, type AuditEvent, type AuditOrigin } from '../control/audit.js';
+import { cancelUpstream, settle, type UpstreamSession } from '../upstream/session.js';
+import type { Return } from '../upstream/session-pool.js';
+import type { AuditEvent, AuditOrigin } from '../control/audit.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
-import type { UsageMeter } from '../control/usage.js';
 import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
+import type { Prepared } from './client-state.js';
+import { AnswerMeter } from './metering.js';
+import type { Internal, Pooling, Step } from './pooling.js';
+import type { Sent } from './prepared.js';
+import { standIn } from './stand-in.js';
+import { Answers, pending, type AnswersHost, type Pending } from './answers.js';
+import { BackendLink, type Link } from './backend-link.js';
+import { Backpressure } from './backpressure.js';
+import { runHandled } from './handled.js';
+import { LargeMessageGate, type MessageBudget } from './large-messages.js';
+import type { LargeObjectFunctions } from './large-objects.js';
+import { mayChangeReading, TextOf, UNREADABLE } from './reading.js';
 
-/**
- * Bytes written to the client and not yet taken by it past which the upstream is paused
- * (backpressure): what one slow client costs the proxy stays about this, whatever it asked for.
- */
-const CLIENT_HIGH_WATER = 1 << 20;
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
-/** Stands in for the upstream before the session is attached; nothing is ever added to it. */
-const NO_UPSTREAM = new Run(undefined);
-
 const NO_CHANGES: readonly SessionChange[] = [];
-
-/** Named in every stand-in, so the upstream's error for one is known (and its log says why). */
-const STAND_IN = 'statement refused by repobase';
-const STAND_IN_BYTES = Buffer.from(STAND_IN);
-/**
- * Errors Postgres reports while reading a statement, before it looks at the transaction: also in
- * a failed transaction. Their stand-in is itself unreadable. Every other refusal stands for an
- * error Postgres would report after that check, so its stand-in fails at name lookup, and in a
- * failed transaction the client gets Postgres' own 25P02, as it would without the proxy.
- */
-const READING_ERRORS: ReadonlySet<string> = new Set([SqlState.SyntaxError, SqlState.CharacterNotInRepertoire, SqlState.ProgramLimitExceeded, SqlState.StatementTooComplex]);
-
-/** SQL that fails upstream as `error` would have failed there. */
-function standIn(error: PgError): string {
-  return READING_ERRORS.has(error.code) ? `"${STAND_IN}"` : `SELECT FROM pg_catalog."${STAND_IN}"`;
-}
-
-interface Pending {
-  changes: readonly SessionChange[];
-  /** The SQL sent (the batch's Parse texts for the extended protocol): the text of DDL in the audit log. */
-  sql?: string | undefined;
-  failed: boolean;
-  /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's. */
-  refusal: Buffer | undefined;
-  /** A rewritten Query: the text sent and what the rewrites changed, to count error positions in the client's text. */
-  rewritten?: { sent: string; edits: Extract<Decision, { kind: 'rewrite' }>['edits'] };
-}
-
-type Entry = { kind: 'upstream'; p: Pending } | { kind: 'local'; frames: Buffer[] };
 
 export interface RelayDeps {
   policy: Policy;
@@ -96,70 +51,100 @@ export interface RelayDeps {
   responseTimeoutMs?: number;
   /** `pgSendTimeoutMs`: a client that reads nothing of a pending answer this long is closed. */
   sendTimeoutMs?: number;
-}
-
-/** Backend messages the usage meter looks at: statement ends, and what says rows are coming. */
-const METERED = new Uint8Array(256);
-for (const code of [BackendCode.CommandComplete, BackendCode.RowDescription, BackendCode.CopyOutResponse, BackendCode.NoData, BackendCode.ErrorResponse]) METERED[code] = 1;
-
-/** The row count at the end of a CommandComplete's tag (`SELECT 7`, `FETCH 2`, `COPY 10`). */
-function tagCount(frame: Buffer): number {
-  let n = 0;
-  let scale = 1;
-  for (let i = frame.length - 2; i > 5; i--) {
-    const c = frame[i]!;
-    if (c < 0x30 || c > 0x39) break;
-    n += (c - 0x30) * scale;
-    scale *= 10;
-  }
-  return n;
+  /** The settings the client was greeted with (session mode: its reading settings until a backend serves it). */
+  greeting?: ReadonlyMap<string, string>;
+  /** The process's budget for large client messages (see large-messages.ts). */
+  largeMessages?: MessageBudget;
+  /** The large-object functions, the only ones a FunctionCall message may call. */
+  largeObjects?: LargeObjectFunctions;
+  /** A backend for the client (session mode: its first request; pooling: `pooling` says). */
+  acquire(): Promise<UpstreamSession>;
+  /** Gives a backend back. */
+  release(session: UpstreamSession, how: Return): void;
+  /** Pooling by transaction; undefined in session mode. */
+  pooling?: Pooling | undefined;
 }
 
 export class Relay {
-  private readonly queue: Entry[] = [];
-  private status: TransactionStatus = 'I';
   private readonly toClient: Run;
-  // Extended protocol: state of the batch since the last Sync.
-  private batchForwarded = false;
-  private batchChanges: SessionChange[] | undefined; // allocated only when a statement changes the session
+  private readonly answers: Answers;
+  /** The extended batch being sent: its entry is queued from its first message, completed by the ReadyForQuery after its Sync. */
+  private batch: Pending | undefined;
   private discarding = false;
-  private batchRefusal: Buffer | undefined;
-  // A decision in flight (large statement parsed off-thread, or a handled statement).
-  private blocked = false;
+  /**
+   * Work the client's stream waits for: a decision in flight (large statement parsed off-thread,
+   * rights being loaded, a handled statement), or a backend awaited. Counted, because applying a
+   * decision may start waiting for a backend: the stream resumes when both are done.
+   */
+  private blocks = 0;
+  private get blocked(): boolean {
+    return this.blocks > 0;
+  }
+  /** The work the stream is blocked on, while it lasts (a large message's budget goes back when it settles). */
+  private blocking: Promise<void> | undefined;
+  private readonly gate: LargeMessageGate | undefined;
   private readonly backlog: Frame[] = [];
   private finished = false;
   private upstreamFatal = false;
-  private upstream: UpstreamSession | undefined;
-  private toUpstream: Run = NO_UPSTREAM;
-  /** Resolves when every request sent upstream has been answered. */
-  private onDrained: (() => void) | undefined;
-  /** Running while the upstream is paused for a client that does not read (see `holdUpstream`). */
-  private sendTimer: NodeJS.Timeout | undefined;
-  private unwatch: () => void = () => undefined;
+  /** The backend serving the client now, if any. */
+  private readonly backend: BackendLink;
+  private readonly backpressure: Backpressure;
   /** Set by `closeWhenIdle`: the FATAL to end the session with once no transaction is open. */
   private closing: PgError | undefined;
-  /** This connection's usage since the last write (see control/usage.ts). */
-  private readonly meter: UsageMeter;
-  /** A RowDescription or CopyOutResponse came: the next CommandComplete counts rows returned. */
-  private rowsFollow = false;
+  private readonly meter: ReturnType<ControlPlane['usage']['meter']>;
   private batchSql: string | undefined;
+  private readonly pooling: Pooling | undefined;
+  /** Pooling: what the portals bound in this batch run (their statements' effects). */
+  private readonly portals = new Map<string, Step | undefined>();
 
-  /**
-   * @param acquire takes the upstream session, on the client's first message (so idle clients
-   *   hold no upstream connection)
-   * @param onEnd receives the session (if any) and whether it can be reused
-   */
   constructor(
     private readonly client: Socket,
     private readonly clientReader: FrameReader,
-    private readonly acquire: () => Promise<UpstreamSession>,
     private readonly principal: Principal,
     private session: Session,
     private readonly deps: RelayDeps,
-    private readonly onEnd: (upstream: UpstreamSession | undefined, clean: boolean) => void,
+    private readonly onEnd: () => void,
   ) {
     this.toClient = new Run(client);
     this.meter = deps.control.usage.meter(principal.user);
+    this.gate = deps.largeMessages === undefined ? undefined : new LargeMessageGate(deps.largeMessages, clientReader);
+    this.pooling = deps.pooling;
+    const meter = new AnswerMeter(this.meter, (target) => this.audit({ action: 'ddl', target, sql: this.answers.headSql }));
+    this.answers = new Answers(this.toClient, this.answersHost(), meter);
+    this.backend = new BackendLink({
+      pooling: deps.pooling,
+      acquire: deps.acquire,
+      release: deps.release,
+      responseTimeoutMs: deps.responseTimeoutMs ?? 0,
+      awaiting: () => this.answers.length > 0,
+      onData: this.onUpstreamData,
+      onGone: this.onUpstreamClose,
+      onSilent: this.onUpstreamSilent,
+    });
+    this.backpressure = new Backpressure(client, deps.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS, (pending) => {
+      if (this.finished) return;
+      this.deps.log.info({ pending, ms: deps.sendTimeoutMs }, 'wire client read nothing of its answer within the send timeout: closed');
+      this.client.destroy();
+      this.end(true, true);
+    });
+  }
+
+  /** What the answers need of the relay (answers.ts). */
+  private answersHost(): AnswersHost {
+    return {
+      pooling: this.deps.pooling,
+      upstream: () => this.backend.link!,
+      requestDone: (p: Pending) => {
+        if (!p.failed) this.apply(p.changes);
+      },
+      explain: (error: PgError, sql: string) => this.deps.control.explainErrorNow(error, sql),
+      notification: (frame: Buffer) => notificationForClient(frame, this.principal.user, this.listenedAs, this.ownPid()),
+      upstreamFatal: () => void (this.upstreamFatal = true),
+      answered: () => {
+        if (this.closing) this.closeIfIdle();
+      },
+      text: () => this.text(),
+    };
   }
 
   /** Takes over the client socket; `early` are client frames that arrived during start-up. */
@@ -168,35 +153,34 @@ export class Relay {
     this.client.on('close', this.onClientClose);
     this.client.on('error', this.onClientClose);
     for (const f of early) this.onClientFrame(f.code, f.frame);
-    this.toUpstream.flush();
+    this.backend.toUpstream.flush();
   }
 
-  /** The upstream session, once there is one (cancel requests go to it). */
-  get currentUpstream(): UpstreamSession | undefined {
-    return this.upstream;
-  }
-
-  private attach(upstream: UpstreamSession): void {
-    if (this.finished) return this.onEnd(upstream, upstream.status === 'I'); // the client left while we waited
-    this.upstream = upstream;
-    this.toUpstream = new Run(upstream.socket);
-    upstream.socket.on('data', this.onUpstreamData);
-    upstream.socket.on('close', this.onUpstreamClose);
-    this.unwatch = watchSilence(upstream.socket, this.deps.responseTimeoutMs ?? 0, () => this.queue.length > 0, this.onUpstreamSilent);
+  /**
+   * A CancelRequest with this client's key: sent to the backend serving it now, and nowhere when
+   * none does. That backend serves no other client before the cancel has arrived (see `giveBack`).
+   */
+  cancel(): Promise<boolean> {
+    return this.backend.cancel();
   }
 
   get transactionStatus(): TransactionStatus {
-    return this.status;
+    return this.answers.status;
   }
 
   /** Whether a request of the client is in flight (sent upstream, or being decided or handled). */
   get busy(): boolean {
-    return this.queue.length > 0 || this.blocked;
+    return this.answers.length > 0 || this.blocked;
+  }
+
+  /** Why the client keeps its backend between transactions now (empty when it does not). */
+  get pins(): readonly string[] {
+    return this.pooling !== undefined && this.backend.link !== undefined ? this.pooling.client.pins() : [];
   }
 
   /**
-   * Ends the session with `error` (as FATAL) once no transaction is open and nothing is in
-   * flight: at once if that is so now, else right after the ReadyForQuery 'I' that ends it.
+   * Ends the session with `error` (as FATAL) once no transaction is open and nothing is in flight:
+   * at once if that is so now, else right after the ReadyForQuery 'I' that ends it.
    */
   closeWhenIdle(error: PgError): void {
     this.closing = error;
@@ -207,12 +191,45 @@ export class Relay {
   terminate(error: PgError): void {
     if (this.finished) return;
     this.toClient.flush();
-    if (!this.client.destroyed) this.client.end(buildErrorResponse(error, 'FATAL'));
+    if (!this.client.destroyed) this.client.end(this.inClientText(buildErrorResponse(error, 'FATAL')));
     this.end(false);
   }
 
   private closeIfIdle(): void {
-    if (this.closing && this.queue.length === 0 && this.status === 'I' && !this.blocked) this.terminate(this.closing);
+    if (this.closing && this.answers.length === 0 && this.answers.status === 'I' && !this.blocked) this.terminate(this.closing);
+  }
+
+  // ── backends ────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Whether a backend serves the client, attaching one now if an idle one is at hand. Otherwise
+   * `frame` waits at the head of the backlog until one is: the caller stops. At the head, because
+   * every frame in the backlog came after it (it was decided while they waited, or taken from the
+   * head of the backlog itself).
+   */
+  private ready(code: number, frame: Buffer): boolean {
+    if (this.backend.takeNow()) return true;
+    this.backlog.unshift({ code, frame });
+    this.block(this.backend.take().catch((err: unknown) => this.fatal(err)));
+    return false;
+  }
+
+  /**
+   * Pooling: the transaction is over and nothing is in flight. The backend goes back to the
+   * pool, unless the client is pinned to it, after the check when one is due.
+   */
+  private maybeRelease(): void {
+    const { pooling } = this;
+    const link = this.backend.link;
+    if (pooling === undefined || link === undefined || this.answers.length > 0 || this.answers.status !== 'I' || this.batch !== undefined || this.blocked || this.finished || this.closing) return;
+    const next = pooling.afterTransaction(link.backend!);
+    if (next === 'keep') return;
+    if (next !== 'release') {
+      this.sendInternal(next);
+      return this.backend.toUpstream.flush();
+    }
+    this.backend.detach();
+    this.backend.giveBack(link, 'keep');
   }
 
   // ── client → upstream ───────────────────────────────────────────────────────────────
@@ -222,7 +239,9 @@ export class Relay {
     this.meter.bytesIn += chunk.length;
     try {
       this.clientReader.push(chunk, this.onClientFrame);
-      this.toUpstream.flush();
+      this.backend.toUpstream.flush();
+      const wait = this.gate?.afterChunk(this.blocking);
+      if (wait !== undefined) this.block(wait);
     } catch (err: unknown) {
       this.fatal(err);
     }
@@ -234,16 +253,6 @@ export class Relay {
       this.backlog.push({ code, frame });
       return;
     }
-    if (!this.upstream && code !== FrontendCode.Terminate) {
-      this.backlog.push({ code, frame });
-      this.block(
-        this.acquire().then(
-          (s) => this.attach(s),
-          (err: unknown) => this.fatal(err),
-        ),
-      );
-      return;
-    }
     switch (code) {
       case FrontendCode.Query:
         return this.onQuery(frame);
@@ -252,28 +261,64 @@ export class Relay {
       case FrontendCode.Sync:
         return this.onSync(frame);
       case FrontendCode.FunctionCall:
-        return this.refuse(new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' }));
+        return this.onFunctionCall(frame);
       case FrontendCode.Terminate:
         return this.end(true);
       case FrontendCode.CopyData:
       case FrontendCode.CopyDone:
       case FrontendCode.CopyFail:
-        return this.toUpstream.add(frame);
+        if (this.ready(code, frame)) this.backend.toUpstream.add(frame);
+        return;
+      case FrontendCode.Flush:
+        if (this.discarding || (this.backend.link === undefined && this.batch === undefined)) return; // nothing to flush
+        if (this.ready(code, frame)) this.backend.toUpstream.add(frame);
+        return;
       default:
-        // Bind, Describe, Execute, Close, Flush: part of an extended-protocol batch.
-        if (this.discarding) return;
-        this.batchForwarded = true;
-        this.toUpstream.add(frame);
+        // Bind, Describe, Execute, Close: part of an extended-protocol batch.
+        if (this.discarding || !this.ready(code, frame)) return;
+        return this.onBatchMessage(code, frame);
     }
   };
 
   /** The decision on `sql`: at once on the hot path (rights and analysis cached), else a Promise the stream blocks on. */
   private decide(sql: string): Decision | Promise<Decision> {
-    const misreading = this.upstream?.readingChanged ? misread(sql, this.upstream.reading) : undefined;
-    if (misreading) return misreading;
+    const reading = this.reading();
+    if (reading !== undefined && this.text() === UNREADABLE) {
+      const misreading = misread(sql, reading);
+      if (misreading) return misreading;
+    }
+    // With standard_conforming_strings off, '…' strings are read as Postgres reads them so.
+    const session = reading?.get('standard_conforming_strings') === 'off' ? { ...this.session, standardConformingStrings: false } : this.session;
     const rights = this.deps.control.peekRights(this.principal.user);
-    const d = rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
+    const d = rights ? this.deps.policy.decide(sql, rights, session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, session));
     return d instanceof Promise ? d.then(this.noteListens) : this.noteListens(d);
+  }
+
+  /**
+   * The settings the client's next statement is read with (client_encoding,
+   * standard_conforming_strings): as the client was last told them (pooling), as its backend
+   * reported them (session mode), or as it was greeted before it has one.
+   */
+  private reading(): ReadonlyMap<string, string> | undefined {
+    return this.pooling?.client.reported ?? this.backend.link?.session.reading ?? this.deps.greeting;
+  }
+
+  private readonly texts = new TextOf();
+  /** The client's text: its client_encoding (see TextOf). */
+  text(): ClientText {
+    return this.texts.of(this.reading()?.get('client_encoding'));
+  }
+
+  /** A message the proxy built (in UTF-8), in the client's encoding: for its backend, which reads that, or for the client. */
+  private inClientText(frame: Buffer): Buffer {
+    return inClientText(frame, this.text());
+  }
+
+  /** Pooling: the client's process id and its backend's, to show the client's own notifications as sent by it. */
+  private ownPid(): OwnPid | undefined {
+    const client = this.pooling?.client.processId;
+    const link = this.backend.link;
+    return client === undefined || link === undefined ? undefined : { backend: link.session.processId, client };
   }
 
   /** Channels LISTENed to by their "<user>/…" name, shown by it (see notifications.ts). */
@@ -283,33 +328,64 @@ export class Relay {
     return d;
   };
 
-  /** Holds the client's frames back until `work` is done (they wait in `backlog`). */
+  /** Holds the client's frames back until `work` (and any work it started) is done: they wait in `backlog`. */
   private block(work: Promise<void>): void {
-    this.blocked = true;
+    this.blocks++;
     this.client.pause();
-    work
+    const done = work
       .catch((err: unknown) => this.finished || this.refuse(this.toClientError(err)))
       .then(() => {
         if (this.finished) return; // the client left: what it sent after is not run
-        this.blocked = false;
+        if (--this.blocks > 0) return; // work it started goes on: the stream resumes when that is done
         while (!this.blocked && this.backlog.length > 0) {
           const f = this.backlog.shift()!;
           this.onClientFrame(f.code, f.frame);
         }
-        this.toUpstream.flush();
+        this.backend.toUpstream.flush();
         if (this.closing) this.closeIfIdle();
-        if (!this.blocked && !this.finished) this.client.resume();
+        if (!this.blocked && !this.finished) {
+          this.client.resume();
+          this.maybeRelease();
+        }
       })
       .catch((err: unknown) => this.fatal(err));
+    this.blocking = done;
+    void done.then(() => {
+      if (this.blocking === done) this.blocking = undefined;
+    });
   }
+
+  /**
+   * Whether a message that carries a statement must wait: a request in flight may change how
+   * Postgres reads it (see `mayChangeReading`), so it is read once that one is answered. Inside
+   * the extended batch that made the change, waiting would wait for ever (nothing is answered
+   * before Sync): `refuse` instead.
+   */
+  private awaitReading(code: number, frame: Buffer): 'wait' | 'refuse' | 'go' {
+    if (this.readingBatch !== undefined && this.readingBatch === this.batch) return 'refuse';
+    if (!this.readingInFlight) return 'go';
+    if (this.answers.length === 0) {
+      this.readingInFlight = false;
+      return 'go';
+    }
+    this.backlog.unshift({ code, frame }); // at the head, as in `ready`: everything in the backlog came after it
+    this.block(this.answers.drained());
+    return 'wait';
+  }
+
+  /** A request that may change the reading settings is in flight (see `awaitReading`). */
+  private readingInFlight = false;
+  /** The extended batch that may change them, while it lasts. */
+  private readingBatch: Pending | undefined;
 
   private onQuery(frame: Buffer): void {
     if (this.discarding) return; // as Postgres: after an error in a batch, everything up to Sync is ignored
+    if (this.awaitReading(FrontendCode.Query, frame) === 'wait') return;
     let sql: string;
     try {
-      sql = decodeQuery(frame);
+      sql = decodeQuery(fromClientText(frame, this.text()));
     } catch (err: unknown) {
-      return this.refuse(this.statementError(err)); // invalid UTF-8 (22021): a statement error, as in Postgres
+      return this.refuse(this.statementError(err)); // bytes that are no text (22021): a statement error, as in Postgres
     }
     const d = this.decide(sql);
     if (d instanceof Promise) return this.later(d, (decided) => this.applyQuery(frame, sql, decided));
@@ -326,38 +402,76 @@ export class Relay {
   }
 
   private applyQuery(frame: Buffer, sql: string, d: Decision): void {
-    decisions.wire[d.kind].value++;
     switch (d.kind) {
       case 'allow':
-        this.toUpstream.add(frame);
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql });
-      case 'rewrite':
-        this.toUpstream.write(buildQuery(d.sql));
-        return this.expectUpstream({ changes: d.changes, failed: false, refusal: undefined, sql, rewritten: { sent: d.sql, edits: d.edits } });
+      case 'rewrite': {
+        if (!this.ready(FrontendCode.Query, frame)) return; // decided again once a backend serves the client
+        decisions.wire[d.kind].value++;
+        this.beforeRequest(d.effects, true);
+        if (mayChangeReading(d.effects) !== false) this.readingInFlight = true;
+        if (d.kind === 'allow') this.backend.toUpstream.add(frame);
+        else this.backend.toUpstream.write(this.inClientText(buildQuery(d.sql)));
+        const p = pending(d.changes, sql);
+        if (d.kind === 'rewrite') p.rewritten = { sent: d.sql, edits: d.edits };
+        if (this.pooling !== undefined) {
+          p.steps = d.effects?.map((effects) => ({ effects, text: sql }));
+          this.pooling.client.unnamed = this.backend.link!.backend!.unnamed = undefined; // a Query drops the unnamed statement
+        }
+        return this.answers.request(p);
+      }
       case 'deny':
+        decisions.wire.deny.value++;
         this.audit({ action: 'statement_denied', sql, sqlstate: d.error.code });
-        return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy');
+        return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy', frame);
       case 'handled':
-        return this.block(this.handle(d, sql));
+        decisions.wire.handled.value++;
+        return this.block(
+          this.answers.drained().then(async () => {
+            const done = await runHandled(d, this.principal.user, sql, this.answers.status, this.deps.control, (e) => this.audit(e));
+            this.meter.statements += done.length;
+            this.answers.respond(done);
+          }),
+        );
     }
   }
 
-  private async handle(d: Extract<Decision, { kind: 'handled' }>, sql: string): Promise<void> {
-    await this.drained(); // the transaction status is known once everything before has been answered
-    const what = d.commandTags[0] ?? '';
-    if (this.status !== 'I') {
-      return this.refuse(new PgError('25001', `${what} of a repo cannot run inside a transaction block`, { hint: 'repos and their sharing change at once; run it outside BEGIN … COMMIT' }));
+  /** Pooling: what goes ahead of the client's next request on its backend (see Pooling.before). */
+  private beforeRequest(effects: Extract<Decision, { kind: 'allow' }>['effects'], query: boolean): void {
+    if (this.pooling === undefined) return;
+    for (const job of this.pooling.before(this.backend.link!.backend!, this.answers.status, effects, query)) this.sendInternal(job);
+  }
+
+  private sendInternal(job: Internal): void {
+    for (const f of job.frames) this.backend.toUpstream.write(f);
+    this.answers.internal(job);
+  }
+
+  /** A FunctionCall: a large-object function, sent as it came; anything else refused. */
+  private onFunctionCall(frame: Buffer): void {
+    if (this.discarding) return;
+    try {
+      if (this.batch !== undefined) throw new PgError(SqlState.FeatureNotSupported, 'a function call cannot come inside an extended-protocol batch', { hint: 'send Sync first' });
+      if (this.deps.largeObjects === undefined) throw new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' });
+      this.deps.largeObjects.call(frame);
+    } catch (err: unknown) {
+      return this.refuse(this.statementError(err));
     }
-    for (const change of await performHandled(this.deps.control, this.principal.user, d.action)) this.audit({ ...change, sql });
-    this.meter.statements += d.commandTags.length;
-    this.respond(d.commandTags.map((tag) => buildCommandComplete(tag)));
+    if (!this.ready(FrontendCode.FunctionCall, frame)) return;
+    this.beforeRequest(undefined, false);
+    this.backend.toUpstream.add(frame);
+    this.answers.request(pending(NO_CHANGES, undefined));
   }
 
   private onParse(frame: Buffer): void {
     if (this.discarding) return;
+    const reading = this.awaitReading(FrontendCode.Parse, frame);
+    if (reading === 'wait') return;
+    if (reading === 'refuse') {
+      return this.denyBatch(new PgError(SqlState.FeatureNotSupported, 'a statement after one that changes client_encoding or standard_conforming_strings must come after its Sync', { hint: 'send Sync after the statement that changes the setting, then the next one' }));
+    }
     let parse: ParseMessage;
     try {
-      parse = decodeParse(frame);
+      parse = decodeParse(fromClientText(frame, this.text()));
     } catch (err: unknown) {
       return this.denyBatch(this.statementError(err));
     }
@@ -367,17 +481,25 @@ export class Relay {
   }
 
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
+    if ((d.kind === 'allow' || d.kind === 'rewrite') && !this.ready(FrontendCode.Parse, frame)) return;
     decisions.wire[d.kind].value++;
     if ((this.batchSql?.length ?? 0) < AUDIT_SQL_MAX_CHARS) this.batchSql = this.batchSql === undefined ? parse.sql : `${this.batchSql}\n${parse.sql}`;
     switch (d.kind) {
       case 'allow':
-        this.batchForwarded = true;
-        if (d.changes.length) (this.batchChanges ??= []).push(...d.changes);
-        return this.toUpstream.add(frame);
-      case 'rewrite':
-        this.batchForwarded = true;
-        if (d.changes.length) (this.batchChanges ??= []).push(...d.changes);
-        return this.toUpstream.write(buildParse(parse.name, d.sql, parse.paramTypes));
+      case 'rewrite': {
+        const batch = this.startBatch(d.effects?.[0]);
+        if (d.changes.length) batch.changes = [...batch.changes, ...d.changes];
+        const reading = mayChangeReading(d.effects);
+        if (reading !== false) this.readingInFlight = true;
+        // Inside the batch only a change it surely makes refuses what follows (code out of sight
+        // rarely changes the reading, and batches of function calls are common).
+        if (reading === 'surely') this.readingBatch = batch;
+        const sql = d.kind === 'allow' ? parse.sql : d.sql;
+        if (this.pooling === undefined) return d.kind === 'allow' ? this.backend.toUpstream.add(frame) : this.backend.toUpstream.write(this.inClientText(buildParse(parse.name, sql, parse.paramTypes)));
+        const sent = this.pooling.statements.parse(this.backend.link!.backend!, parse, sql, d.effects?.[0] ?? [], frame);
+        if (sent instanceof PgError) return this.denyBatch(sent, parse.name);
+        return this.send(sent, frame);
+      }
       case 'deny':
         this.audit({ action: 'statement_denied', sql: parse.sql, sqlstate: d.error.code });
         return this.denyBatch(d.error, parse.name, 'policy');
@@ -391,40 +513,95 @@ export class Relay {
     }
   }
 
+  /** Bind, Describe, Execute, Close: forwarded, pooling mapping the statements they name. */
+  private onBatchMessage(code: number, frame: Buffer): void {
+    const pooling = this.pooling;
+    const batch = this.startBatch(this.batch === undefined && code === FrontendCode.Bind ? pooling?.statements.effectsOf(frame) : undefined);
+    if (pooling === undefined) return this.backend.toUpstream.add(frame);
+    const backend = this.backend.link!.backend!;
+    if (code === FrontendCode.Execute) {
+      (batch.steps ??= []).push(this.portals.size === 0 ? undefined : this.portals.get(frame.toString('utf8', 5, frame.indexOf(0, 5))));
+      return this.backend.toUpstream.add(frame);
+    }
+    if (code === FrontendCode.Close) return this.send(pooling.statements.close(backend, frame), frame);
+    if (code !== FrontendCode.Bind && code !== FrontendCode.Describe) return this.backend.toUpstream.add(frame);
+    const used = pooling.statements.use(backend, code, frame);
+    if (code === FrontendCode.Bind) {
+      const portal = frame.toString('utf8', 5, frame.indexOf(0, 5));
+      const effects = used.statement?.effects;
+      if (effects !== undefined && effects.length > 0) this.portals.set(portal, { effects, text: used.statement!.text });
+      else if (this.portals.size > 0) this.portals.delete(portal);
+    }
+    this.send(used.sent, frame);
+  }
+
+  /** Writes what pooling says to send for a client's message (`frame`: its own bytes, sent as they came). */
+  private send(sent: readonly Sent[], frame: Buffer): void {
+    const batch = this.batch!;
+    for (const s of sent) {
+      if (s.frame === frame) this.backend.toUpstream.add(frame);
+      else this.backend.toUpstream.write(this.inClientText(s.frame));
+      if (s.kind === 'parse') (batch.parses ??= []).push(s);
+      else if (s.kind === 'close') (batch.closes ??= []).push(s);
+      if (s.error !== undefined && batch.refusal === undefined) {
+        batch.refusal = this.inClientText(buildErrorResponse(s.error.instead));
+        batch.refused = s.error.names;
+      }
+    }
+  }
+
+  /**
+   * The batch's entry, queued at its first message (after what pooling sends ahead of it, for the
+   * batch's first statement when `first` says what it does: a statement later in the batch has
+   * nothing sent ahead of it).
+   */
+  private startBatch(first?: readonly SessionEffect[]): Pending {
+    if (this.batch !== undefined) return this.batch;
+    this.beforeRequest(first === undefined || first.length === 0 ? undefined : [first], false);
+    const batch = pending(NO_CHANGES, undefined);
+    this.batch = batch;
+    this.answers.request(batch);
+    return batch;
+  }
+
   /**
    * A refused Parse: Postgres' own behaviour — an error, then everything up to Sync is ignored.
    * When the batch may run in a transaction (one is open, or statements of the batch or before it
-   * went upstream), the stand-in Parse, under the client's statement name, fails it upstream.
+   * went upstream), the stand-in Parse fails it upstream.
    */
   private denyBatch(error: PgError, name = '', origin: ErrorOrigin = 'proxy'): void {
     countError('wire', origin, error.code);
     this.discarding = true;
-    const frame = buildErrorResponse(error);
-    if (!this.batchForwarded && this.queue.length === 0 && this.status === 'I') {
+    const frame = this.inClientText(buildErrorResponse(error));
+    if (this.batch === undefined && this.answers.length === 0 && this.answers.status === 'I') {
       this.toClient.write(frame); // nothing to fail and nothing outstanding: tell the client at once
       return;
     }
-    this.toUpstream.write(buildParse(name, standIn(error)));
-    this.batchForwarded = true;
-    this.batchRefusal = frame;
+    if (this.backend.link === undefined) return void this.answers.respond([frame]);
+    const batch = this.startBatch();
+    // Pooling: under a name of the proxy's, not the client's (which may name another statement there).
+    const stand = this.inClientText(buildParse(this.pooling === undefined ? name : 'repobase_refused', standIn(error)));
+    this.backend.toUpstream.write(stand);
+    if (this.pooling !== undefined) (batch.parses ??= []).push({ frame: stand, kind: 'parse', ours: false });
+    batch.refusal = frame;
   }
 
   private onSync(frame: Buffer): void {
-    if (this.discarding && !this.batchForwarded) {
-      this.respond([]); // refused at once, nothing went upstream
+    if (this.batch === undefined && (this.discarding || this.backend.link === undefined)) {
+      this.answers.respond([]); // refused at once, or nothing was sent: the answer is the status
+    } else if (this.ready(FrontendCode.Sync, frame)) {
+      const p = this.startBatch();
+      this.backend.toUpstream.add(frame);
+      if (this.discarding) p.changes = NO_CHANGES;
+      p.sql = this.batchSql;
+      this.batch = undefined;
     } else {
-      this.toUpstream.add(frame);
-      this.expectUpstream({ changes: this.discarding ? NO_CHANGES : (this.batchChanges ?? NO_CHANGES), failed: false, refusal: this.batchRefusal, sql: this.batchSql });
+      return;
     }
     this.batchSql = undefined;
+    this.readingBatch = undefined;
     this.discarding = false;
-    this.batchRefusal = undefined;
-    this.batchForwarded = false;
-    this.batchChanges = undefined;
-  }
-
-  private expectUpstream(p: Pending): void {
-    this.queue.push({ kind: 'upstream', p });
+    if (this.portals.size > 0) this.portals.clear();
   }
 
   /**
@@ -432,30 +609,14 @@ export class Relay {
    * flight the error is answered at once; otherwise the upstream runs `ahead` (the statements of
    * the string Postgres would run before the refused one) and a stand-in that fails in its place.
    */
-  private refuse(error: PgError, ahead = '', origin: ErrorOrigin = 'proxy'): void {
+  private refuse(error: PgError, ahead = '', origin: ErrorOrigin = 'proxy', frame?: Buffer): void {
+    const answerNow = ahead === '' && ((this.answers.length === 0 && this.answers.status === 'I') || this.backend.link === undefined);
+    if (!answerNow && frame !== undefined && !this.ready(FrontendCode.Query, frame)) return; // refused again once a backend serves the client
     countError('wire', origin, error.code);
-    const frame = buildErrorResponse(error);
-    if ((ahead === '' && this.queue.length === 0 && this.status === 'I') || !this.upstream) return this.respond([frame]);
-    this.toUpstream.write(buildQuery(ahead + standIn(error)));
-    this.expectUpstream({ changes: NO_CHANGES, failed: false, refusal: frame });
-  }
-
-  /** Resolves once every request sent upstream has been answered. */
-  private drained(): Promise<void> {
-    if (this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => (this.onDrained = resolve));
-  }
-
-  /** Frames plus ReadyForQuery, in their place in the response order. */
-  private respond(frames: Buffer[]): void {
-    if (this.queue.length === 0) {
-      this.toClient.flush();
-      for (const f of frames) this.toClient.write(f);
-      this.toClient.write(buildReadyForQuery(this.status));
-      if (this.closing) this.closeIfIdle();
-    } else {
-      this.queue.push({ kind: 'local', frames });
-    }
+    const errorFrame = this.inClientText(buildErrorResponse(error));
+    if (answerNow || this.backend.link === undefined) return this.answers.respond([errorFrame]);
+    this.backend.toUpstream.write(this.inClientText(buildQuery(ahead + standIn(error))));
+    this.answers.request(pending(NO_CHANGES, undefined, errorFrame));
   }
 
   // ── upstream → client ───────────────────────────────────────────────────────────────
@@ -464,44 +625,15 @@ export class Relay {
     wireBytesOut.value += chunk.length;
     this.meter.bytesOut += chunk.length;
     try {
-      this.upstream!.reader.push(chunk, this.onUpstreamFrame);
+      const link = this.backend.link!;
+      link.session.reader.push(chunk, this.answers.frame);
       this.toClient.flush();
-      if (this.client.writableLength > CLIENT_HIGH_WATER) this.holdUpstream();
+      this.backpressure.check(link.session.socket);
+      if (this.backend.link !== undefined && this.answers.length === 0) this.maybeRelease();
     } catch (err: unknown) {
       this.fatal(err);
     }
   };
-
-  /**
-   * Backpressure: the client reads slower than the upstream answers. The upstream socket is
-   * paused — Postgres then blocks on its send, and memory here stays bounded — until the client
-   * has taken what was written. A client that takes nothing for `sendTimeoutMs` is closed; its
-   * upstream session is settled (statement cancelled, transaction rolled back) and reused.
-   */
-  private holdUpstream(): void {
-    if (this.sendTimer || !this.upstream) return;
-    const socket = this.upstream.socket;
-    const ms = this.deps.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
-    socket.pause();
-    let left = this.client.writableLength;
-    const check = () => {
-      if (this.finished) return;
-      if (this.client.writableLength < left) {
-        left = this.client.writableLength; // slow, but reading
-        this.sendTimer = setTimeout(check, ms);
-        return;
-      }
-      this.deps.log.info({ pending: left, ms }, 'wire client read nothing of its answer within the send timeout: closed');
-      this.client.destroy();
-      this.end(true, true);
-    };
-    this.sendTimer = setTimeout(check, ms);
-    this.client.once('drain', () => {
-      clearTimeout(this.sendTimer);
-      this.sendTimer = undefined;
-      if (!this.finished) socket.resume();
-    });
-  }
 
   /** The upstream owes an answer and passed nothing for `responseTimeoutMs`: a network that stopped answering. */
   private readonly onUpstreamSilent = (): void => {
@@ -509,70 +641,6 @@ export class Relay {
     this.deps.log.warn({ ms }, 'upstream session silent past the response timeout: closed');
     this.terminate(new PgError(SqlState.ConnectionFailure, `the upstream connection did not answer within ${ms} ms`, { hint: 'Postgres or the network to it stopped answering; reconnect (other sessions are not affected)' }));
   };
-
-  private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
-    if (METERED[code] === 1) this.meterFrame(code, frame);
-    if (code === BackendCode.ReadyForQuery) return this.onReady(frame);
-    if (code === BackendCode.NotificationResponse) frame = notificationForClient(frame, this.principal.user, this.listenedAs);
-    if (code === BackendCode.ParameterStatus) noteParameterStatus(this.upstream!, frame);
-    if (code === BackendCode.ErrorResponse) {
-      const head = this.queue[0];
-      if (head?.kind === 'upstream') {
-        head.p.failed = true;
-        if (head.p.refusal !== undefined && frame.includes(STAND_IN_BYTES)) {
-          this.toClient.write(head.p.refusal);
-          head.p.refusal = undefined;
-          return;
-        }
-      }
-      const error = decodeErrorResponse(frame);
-      countError('wire', 'upstream', error.code);
-      if (frame.includes('SFATAL')) this.upstreamFatal = true;
-      const sql = head?.kind === 'upstream' ? head.p.sql : undefined;
-      const explained = sql === undefined ? undefined : this.deps.control.explainErrorNow(error, sql);
-      const rewritten = head?.kind === 'upstream' ? head.p.rewritten : undefined;
-      if (explained) frame = buildErrorResponse(explained);
-      else if (rewritten !== undefined && sql !== undefined && error.position !== undefined) frame = buildErrorResponse(errorInOriginal(error, rewritten.sent, sql, rewritten.edits));
-    }
-    this.toClient.add(frame);
-  };
-
-  private onReady(frame: Buffer): void {
-    this.status = String.fromCharCode(frame[5]!) as TransactionStatus;
-    this.upstream!.status = this.status;
-    const head = this.queue.shift();
-    if (head?.kind === 'upstream' && !head.p.failed) this.apply(head.p.changes);
-    this.toClient.add(frame);
-    while (this.queue[0]?.kind === 'local') {
-      const local = this.queue.shift() as Extract<Entry, { kind: 'local' }>;
-      for (const f of local.frames) this.toClient.write(f);
-      this.toClient.write(buildReadyForQuery(this.status));
-    }
-    if (this.queue.length === 0 && this.onDrained) {
-      const drained = this.onDrained;
-      this.onDrained = undefined;
-      drained();
-    }
-    if (this.closing) this.closeIfIdle();
-  }
-
-  /** Usage and the DDL audit from the upstream's answers: a CommandComplete's tag says how many rows a SELECT or FETCH returned and what ran. */
-  private meterFrame(code: number, frame: Buffer): void {
-    if (code !== BackendCode.CommandComplete) {
-      this.rowsFollow = code === BackendCode.RowDescription || code === BackendCode.CopyOutResponse;
-      return;
-    }
-    this.meter.statements++;
-    if (this.rowsFollow) this.meter.rowsReturned += tagCount(frame);
-    this.rowsFollow = false;
-    // The hot tags (SELECT, INSERT, UPDATE, FETCH) are told apart by their first bytes, undecoded.
-    const first = frame[5];
-    if (first === 0x49 || first === 0x55 || first === 0x46 || (first === 0x53 && frame[7] === 0x4c)) return;
-    const tag = frame.toString('latin1', 5, frame.length - 1);
-    if (!isDdlTag(tag)) return;
-    const head = this.queue[0];
-    this.audit({ action: 'ddl', target: tag.replace(/ \d+$/, ''), sql: head?.kind === 'upstream' ? head.p.sql : undefined });
-  }
 
   /** An audit row of this connection's user. */
   private audit(event: Omit<AuditEvent, 'user' | keyof AuditOrigin>): void {
@@ -585,6 +653,13 @@ export class Relay {
       const searchPath = c.kind === 'search_path' ? c.value : (this.session.defaultSearchPath ?? ['$user', 'public']);
       this.session = { ...this.session, searchPath };
     }
+  }
+
+  /** Pooling: the text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused, or not known at once). */
+  prepareText(p: Prepared): string | undefined {
+    const d = this.decide(p.sql);
+    if (d instanceof Promise) return undefined;
+    return d.kind === 'allow' ? p.sql : d.kind === 'rewrite' ? d.sql : undefined;
   }
 
   // ── endings ─────────────────────────────────────────────────────────────────────────
@@ -604,55 +679,79 @@ export class Relay {
   private fatal(err: unknown): void {
     const e = this.toClientError(err);
     countError('wire', 'proxy', e.code);
-    if (!this.client.destroyed) this.client.end(buildErrorResponse(e, 'FATAL'));
+    if (!this.client.destroyed) this.client.end(this.inClientText(buildErrorResponse(e, 'FATAL')));
     this.end(false);
   }
 
   private readonly onClientClose = (): void => this.end(true);
 
+  /**
+   * The backend's connection closed. Between transactions, with nothing that pins the client to
+   * it, the client just gets another one next time; otherwise what it held is lost, as it would
+   * be with Postgres: a FATAL (Postgres' own, when it sent one) and the session ends.
+   */
   private readonly onUpstreamClose = (): void => {
+    const idle = this.answers.length === 0 && this.answers.status === 'I' && this.batch === undefined && this.pooling !== undefined && !this.pooling.client.pinned;
+    if (idle && !this.upstreamFatal) {
+      const link = this.backend.detach();
+      if (link !== undefined) this.deps.release(link.session, 'close');
+      return;
+    }
     if (!this.upstreamFatal && !this.client.destroyed) {
       countError('wire', 'upstream', SqlState.ConnectionFailure);
       this.toClient.flush();
-      this.client.write(buildErrorResponse(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost', { hint: 'reconnect; other sessions are not affected' }), 'FATAL'));
+      this.client.write(this.inClientText(buildErrorResponse(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost', { hint: 'reconnect; other sessions are not affected' }), 'FATAL')));
     }
     this.toClient.flush();
     this.client.end();
     this.end(false);
   };
 
+  /** Pooling: the client's state on a backend could not be restored or learnt: it cannot go on safely. */
+  lost(message: string): void {
+    this.deps.log.warn({ message }, 'wire client ended: its session state was lost');
+    this.terminate(new PgError(SqlState.ConnectionFailure, message, { hint: 'reconnect' }));
+  }
+
   /**
-   * Detaches from both sockets. The upstream session is reusable only if nothing is in flight;
-   * a statement still running is cancelled (nobody is left to read its answer) and the session
-   * closed, so it is released at once whatever the client left behind. With `settleUpstream`
-   * (the client was closed at the send timeout) the session is settled and reused instead.
+   * Detaches from both sockets. The backend is reusable only if nothing is in flight; a statement
+   * still running is cancelled (nobody is left to read its answer) and the backend closed, so it
+   * is released at once whatever the client left behind. With `settleUpstream` (the client was
+   * closed at the send timeout) the backend is settled and reused instead.
    */
   private end(clientLeft: boolean, settleUpstream = false): void {
     if (this.finished) return;
     this.finished = true;
+    this.gate?.close(this.blocking);
     this.meter.close();
     this.toClient.flush();
     this.client.off('data', this.onClientData);
     this.backlog.length = 0;
-    const upstream = this.upstream;
-    upstream?.socket.off('data', this.onUpstreamData);
-    upstream?.socket.off('close', this.onUpstreamClose);
     if (!this.client.destroyed) this.client.end();
-    clearTimeout(this.sendTimer);
-    // Held for a slow client (see holdUpstream): whoever takes the session next, in this tick, reads it again.
-    if (this.sendTimer !== undefined) upstream?.socket.resume();
-    this.unwatch();
-    const alive = upstream !== undefined && !upstream.socket.destroyed;
-    if (settleUpstream && alive && !this.blocked && !this.upstreamFatal && this.queue.length > 0) {
+    this.backpressure.stop();
+    this.backend.finished = true;
+    const link = this.backend.detach();
+    this.onEnd();
+    if (link === undefined) return;
+    const upstream = link.session;
+    // Held for a slow client (see Backpressure): whoever takes the session next, in this tick, reads it again.
+    if (this.backpressure.holding) upstream.socket.resume();
+    const alive = !upstream.socket.destroyed;
+    const owed = this.answers.owed;
+    if (settleUpstream && alive && !this.blocked && !this.upstreamFatal && owed > 0) {
       // Closed at the send timeout with work in flight: the session is brought back to idle and
       // reused (closed if a transaction is open). A client that leaves by itself has its session
       // closed at once instead, which frees its place in the pool soonest.
-      const owed = this.queue.reduce((n, e) => n + (e.kind === 'upstream' ? 1 : 0), 0);
-      void settle(upstream, owed, this.batchForwarded).then((ok) => this.onEnd(upstream, ok));
+      void settle(upstream, owed, this.batch !== undefined).then((ok) => this.backend.giveBack(link, this.returnHow(link, ok, true)));
       return;
     }
-    if (alive && this.queue.length > 0) void cancelUpstream(upstream);
-    const clean = clientLeft && alive && this.queue.length === 0 && !this.blocked && this.status === 'I';
-    this.onEnd(upstream, clean);
+    if (alive && owed > 0) void cancelUpstream(upstream);
+    const clean = clientLeft && alive && owed === 0 && !this.blocked && this.answers.status === 'I';
+    this.backend.giveBack(link, this.returnHow(link, clean));
+  }
+
+  private returnHow(link: Link, clean: boolean, unread = false): Return {
+    if (this.pooling === undefined || link.backend === undefined) return clean ? 'keep' : 'close';
+    return this.pooling.returnHow(link.backend, clean, unread);
   }
 }

@@ -13,9 +13,15 @@ import { FailureThrottle } from '../shared/throttle.js';
 import { CancelRegistry, type CancelPeers } from './cancel.js';
 import { serveConnection } from './connection.js';
 import { sessionPoolFor } from '../upstream/session-pool.js';
+import type { BackendBudget } from '../upstream/budget.js';
 import type { Relay } from './relay.js';
 import { loadTls } from './tls.js';
-import { watchWireClients, type WireClientStates } from '../observe/metrics.js';
+import { watchPins, watchWireClients, type WireClientStates } from '../observe/metrics.js';
+import { loadBuiltins } from './builtins.js';
+import { MessageBudget } from './large-messages.js';
+import { loadLargeObjectFunctions } from './large-objects.js';
+import { StartupSettings } from './startup-settings.js';
+import { PIN_REASONS, type PinReason } from './client-state.js';
 
 /** How long terminated clients get to read their FATAL before `close` cuts what is left. */
 const FAREWELL_MS = 1_000;
@@ -56,16 +62,28 @@ export interface WireServerDeps {
   log: Logger;
   /** The service's other processes and instances, for cancels that reach the wrong one (cancel-channel.ts). */
   cancelPeers?: CancelPeers;
+  /** The process's upstream backends, shared with the REST API (see budget.ts). */
+  budget?: BackendBudget;
+}
+
+/** Clients pinned to their backend between transactions, by reason. */
+function pinStates(relays: Iterable<Relay>): Record<PinReason, number> {
+  const s = Object.fromEntries(PIN_REASONS.map((r) => [r, 0])) as Record<PinReason, number>;
+  for (const relay of relays) for (const reason of relay.pins) s[reason as PinReason]++;
+  return s;
 }
 
 export async function startWireServer(deps: WireServerDeps): Promise<WireServer> {
   const log = deps.log.child({ mod: 'wire' });
   const { config, cluster } = deps;
+  const pooling = config.pgPoolMode === 'transaction';
   const pool = sessionPoolFor(cluster, {
     maxPerRole: config.pgSessionsPerUser,
     idleMs: config.upstreamIdleMs,
-    reset: 'eager',
-    waitMs: config.pgStartupTimeoutMs,
+    // Pooling by transaction, a backend keeps what it holds: the proxy knows it (client-state.ts).
+    reset: pooling ? 'none' : 'eager',
+    waitMs: config.pgPoolTimeoutMs,
+    budget: deps.budget,
     metricsName: 'wire',
     log,
   });
@@ -79,6 +97,10 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     control: deps.control,
     policy: deps.policy,
     pool,
+    startup: pooling ? new StartupSettings(pool) : undefined,
+    builtins: loadBuiltins((sql) => cluster.admin.query<{ proname: string }>(sql), log),
+    largeMessages: new MessageBudget(config.pgLargeMessagesBytes),
+    largeObjects: loadLargeObjectFunctions((sql) => cluster.admin.query<{ oid: number; proname: string }>(sql), log),
     cancels: new CancelRegistry(deps.cancelPeers),
     tls: await loadTls(config),
     throttle: new FailureThrottle(),
@@ -101,7 +123,12 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     });
     void serveConnection(socket, connDeps, () => sockets.size);
   });
-  const unwatch = watchWireClients(() => clientStates(sockets.size, relays.values()));
+  const unwatchClients = watchWireClients(() => clientStates(sockets.size, relays.values()));
+  const unwatchPins = watchPins(() => pinStates(relays.values()));
+  const unwatch = () => {
+    unwatchClients();
+    unwatchPins();
+  };
   let closed: Promise<void> | undefined;
   const stopListening = () => (closed ??= new Promise<void>((resolve) => server.close(() => resolve())));
   /** Resolves when every client is gone, or after `ms`. */

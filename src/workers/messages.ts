@@ -50,8 +50,8 @@ export function workerCount(config: Config): number {
 }
 
 /**
- * One worker's share of the limits that are meant for the whole service: connections, and
- * upstream sessions per user. Accepted connections are handed to workers in turn, so even shares
+ * One worker's share of the limits that are meant for the whole service: connections, upstream
+ * sessions per user, and the service's budget of upstream backends. Accepted connections are handed to workers in turn, so even shares
  * keep the service-wide totals.
  */
 export function workerShare(config: Config, workers: number): Config {
@@ -61,5 +61,6 @@ export function workerShare(config: Config, workers: number): Config {
     pgMaxConnections: share(config.pgMaxConnections),
     pgSessionsPerUser: share(config.pgSessionsPerUser),
     upstreamPoolMax: share(config.upstreamPoolMax),
+    upstreamMaxSessions: share(config.upstreamMaxSessions),
   };
 }

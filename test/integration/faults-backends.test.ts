@@ -7,6 +7,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendOf } from '../helpers/backend-of.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const SESSIONS_PER_USER = 3;
@@ -74,8 +75,8 @@ async function connect(user: { name: string; key: string }): Promise<pg.Client> 
   return c;
 }
 
-async function pidOf(c: pg.Client): Promise<number> {
-  return (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+function pidOf(c: pg.Client): Promise<number> {
+  return backendOf(c, admin);
 }
 
 describe('an idle pooled backend is killed', () => {

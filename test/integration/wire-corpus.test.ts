@@ -25,7 +25,7 @@ interface Expected {
 /** On purpose, and in docs/wire.md ("Differences from Postgres"). */
 const DIFFERENCES: Record<string, Expected> = {
   // The function call message names a function by OID, out of the policy's sight.
-  FunctionCall: { postgres: ['V', 'Z I'], repobase: ['E 0A000 the function call protocol message is not supported', 'Z I'] },
+  FunctionCall: { postgres: ['V', 'Z I'], repobase: ['E 0A000 the function call protocol message is supported only for the large-object functions (lo_open, lo_close, loread, lowrite, lo_lseek, lo_lseek64, lo_tell, lo_tell64, lo_truncate, lo_truncate64, lo_creat, lo_create, lo_unlink); function 177 is not one', 'Z I'] },
   // The proxy reads Query and Parse itself (the policy needs the text): a malformed one ends
   // the connection, as any malformed frame does; Postgres answers an ERROR and goes on.
   'Query without its terminating NUL': {

@@ -125,12 +125,13 @@ describe('malformed input', () => {
 });
 
 describe('failures', () => {
-  it('an upstream backend killed mid-session: the client gets a FATAL with the upstream SQLSTATE, others go on', async () => {
+  it('an upstream backend killed mid-transaction: the client gets a FATAL with the upstream SQLSTATE, others go on', async () => {
     const victim = new pg.Client(svc.pgOptions(alice.name, alice.key));
     const errors: { code?: string }[] = [];
     victim.on('error', (e) => errors.push(e as { code?: string }));
     await victim.connect();
-    const pid = (await victim.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+    await victim.query('BEGIN');
+    const pid = (await svc.control.admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE usename = $1 AND state = 'idle in transaction'", [alice.name])).rows[0]!.pid;
     await svc.control.admin.query('SELECT pg_terminate_backend($1)', [pid]);
     await expect.poll(() => errors.map((e) => e.code)).toContain('57P01');
     await expect(victim.query('SELECT 1')).rejects.toThrow();
@@ -169,12 +170,13 @@ describe('failures', () => {
       }
       const backends = async () =>
         Number((await svc.control.admin.query('SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1', [bob.name])).rows[0].n);
-      // One backend: the session that served the first login, pooled since.
+      // One backend: the session that served the first login, pooled since; a client holds it
+      // for its transaction only (pooling by transaction), so the next takes the same one.
       expect(await backends()).toBe(1);
       expect((await idle[3]!.query('SELECT current_user AS u')).rows[0].u).toBe(bob.name);
       expect(await backends()).toBe(1);
       expect((await idle[4]!.query('SELECT 1 AS one')).rows[0].one).toBe(1);
-      expect(await backends()).toBe(2);
+      expect(await backends()).toBe(1);
     } finally {
       for (const c of [first, ...idle]) await c.end().catch(() => undefined);
     }

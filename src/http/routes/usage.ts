@@ -1,5 +1,5 @@
 /**
- * `GET /usage/`: the caller's own usage per hour. Only ever the caller's rows: the user comes
+ * `GET /usage/`: the caller's own usage per hour, and what they keep stored. Only ever the caller's rows: the user comes
  * from the key or session, never from the request.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -23,7 +23,16 @@ export const UsageHour = Type.Object({
   upload_bytes: Count('bytes of files uploaded (POST /import/)'),
 });
 
-export const UsageList = Type.Object({ usage: Type.Array(UsageHour) });
+export const Storage = Type.Object(
+  {
+    repo_bytes: Count('bytes of the tables, indexes and materialized views in your repos'),
+    large_objects: Count('large objects you own (the lo_* functions of libpq, pgjdbc LargeObjectManager)'),
+    large_object_bytes: Type.Union([Count('their bytes'), Type.Null()], { description: 'their bytes; null where the service may not read pg_largeobject' }),
+  },
+  { description: 'what you keep stored now, read live' },
+);
+
+export const UsageList = Type.Object({ usage: Type.Array(UsageHour), storage: Storage });
 export type UsageList = Static<typeof UsageList>;
 
 /** Routes under `/usage/`. */
@@ -41,8 +50,10 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> =
     },
     async (req) => {
       const since = req.query.since === undefined ? undefined : parseSince(req.query.since);
-      const rows = await control.usageRows({ user: principalOf(req).user, since });
+      const { user } = principalOf(req);
+      const [rows, storage] = await Promise.all([control.usageRows({ user, since }), control.storage(user)]);
       return {
+        storage: { repo_bytes: storage.repoBytes, large_objects: storage.largeObjects, large_object_bytes: storage.largeObjectBytes },
         usage: rows.map((r) => ({
           hour: r.hour.toISOString(),
           statements: r.statements,

@@ -97,12 +97,20 @@ describe('refused functions', () => {
   ]);
 });
 
+describe('relations naming backends by process id show the client its own as pg_backend_pid() does', () => {
+  table([
+    ['SELECT * FROM pg_locks WHERE pid = pg_backend_pid()', rewrite('SELECT * FROM repobase_catalog.pg_locks WHERE pid = repobase_catalog.pg_backend_pid()')],
+    ['SELECT ssl FROM pg_catalog.pg_stat_ssl', rewrite('SELECT ssl FROM repobase_catalog.pg_stat_ssl')],
+    ['SELECT 1 FROM pg_stat_gssapi', rewrite('SELECT 1 FROM repobase_catalog.pg_stat_gssapi')],
+  ]);
+});
+
 describe('left alone', () => {
   table([
     ['SELECT * FROM orders', allow],
     ['SELECT * FROM pg_catalog.pg_am', allow],
     ['SELECT * FROM pg_settings', allow],
-    ['SELECT * FROM pg_locks', allow],
+    ['SELECT * FROM pg_prepared_statements', allow],
     ["SELECT 'pg_class'::regclass", allow],
     ['WITH pg_class AS (SELECT 1 AS relname) SELECT relname FROM pg_class', allow],
     ['SELECT pg_class.relname FROM orders AS pg_class', allow],

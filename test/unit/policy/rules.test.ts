@@ -146,8 +146,8 @@ describe('server files and SQL given as text', () => {
     ["SELECT lo_export(1234, '/tmp/x')", denied()],
     ["SELECT \"alice/sales\".query_to_xml(1)", allow],
     // Postgres lets a role signal only its own backends: each user is its own role.
-    ['SELECT pg_terminate_backend(1234)', allow],
-    ['SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = current_user', rewrite('SELECT pg_cancel_backend(pid) FROM repobase_catalog.pg_stat_activity WHERE usename = current_user')],
+    ['SELECT pg_terminate_backend(1234)', rewrite('SELECT repobase_catalog.pg_terminate_backend(1234)')],
+    ['SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = current_user', rewrite('SELECT repobase_catalog.pg_cancel_backend(pid) FROM repobase_catalog.pg_stat_activity WHERE usename = current_user')],
   ]);
 });
 
@@ -213,6 +213,17 @@ describe('LISTEN/NOTIFY channels are per user', () => {
     ["CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT pg_notify('alice/x', 'p') $$", allow],
     ["CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT pg_notify('x', 'p') $$", denied('x')],
     ['LISTEN x; SELECT * FROM pg_class', unsupported],
+  ]);
+});
+
+describe("pg_backend_pid() shows a wire client its own process id (the stand-in reads it from a setting)", () => {
+  table([
+    ['SELECT pg_backend_pid()', rewrite('SELECT repobase_catalog.pg_backend_pid()')],
+    ['SELECT pg_catalog.pg_backend_pid() AS me', rewrite('SELECT repobase_catalog.pg_backend_pid() AS me')],
+    ['SELECT pg_terminate_backend(pg_backend_pid())', rewrite('SELECT repobase_catalog.pg_terminate_backend(repobase_catalog.pg_backend_pid())')],
+    ['SELECT pg_catalog.pg_cancel_backend($1)', rewrite('SELECT repobase_catalog.pg_cancel_backend($1)')],
+    // A body runs later: its call is left as it is (the backend's own id).
+    ['CREATE FUNCTION "alice/sales".f() RETURNS int LANGUAGE sql AS $$ SELECT pg_backend_pid() $$', allow],
   ]);
 });
 

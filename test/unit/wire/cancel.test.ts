@@ -13,14 +13,14 @@ describe('cancel keys', () => {
     for (const tag of [1, 5, MAX_TAG]) {
       const { registry } = withPeers(tag);
       for (let i = 0; i < 50; i++) {
-        const key = registry.register(() => undefined);
+        const key = registry.register(async () => false);
         expect(tagOf(key.processId)).toBe(tag);
         expect(key.processId).toBeGreaterThan(0);
         expect(key.processId).toBeLessThanOrEqual(2 ** 31 - 1);
       }
     }
-    expect(() => withPeers(0).registry.register(() => undefined)).toThrow(RangeError);
-    expect(() => withPeers(MAX_TAG + 1).registry.register(() => undefined)).toThrow(RangeError);
+    expect(() => withPeers(0).registry.register(async () => false)).toThrow(RangeError);
+    expect(() => withPeers(MAX_TAG + 1).registry.register(async () => false)).toThrow(RangeError);
   });
 });
 
@@ -30,7 +30,7 @@ describe('cancel requests between processes', () => {
     let asked = 0;
     const key = registry.register(() => {
       asked++;
-      return undefined; // no upstream session yet: nothing to send
+      return Promise.resolve(false); // no backend serves it: nothing to send
     });
     await registry.cancel(key.processId, key.secretKey);
     expect(asked).toBe(1);
@@ -53,7 +53,7 @@ describe('cancel requests between processes', () => {
     let asked = 0;
     const key = registry.register(() => {
       asked++;
-      return undefined;
+      return Promise.resolve(false);
     });
     deliver(key.processId, key.secretKey ^ 1);
     deliver(key.processId + 1, key.secretKey);

@@ -1,6 +1,6 @@
 // Client text in the client's encoding, decoded as Postgres converts it.
 import { describe, expect, test } from 'vitest';
-import { canonicalEncoding, clientDecoder } from '../../../src/protocol/client-encoding.js';
+import { canonicalEncoding, clientDecoder, clientText } from '../../../src/shared/client-encoding.js';
 
 describe('clientDecoder', () => {
   test('knows Postgres\' names for an encoding', () => {
@@ -29,5 +29,20 @@ describe('clientDecoder', () => {
 
   test('has no decoder for encodings the runtime cannot read exactly', () => {
     for (const name of ['EUC_TW', 'JOHAB', 'MULE_INTERNAL', 'SHIFT_JIS_2004', 'EUC_JIS_2004']) expect(clientDecoder(name), name).toBeUndefined();
+  });
+});
+
+describe('clientText', () => {
+  test('encodes back to the bytes it decoded, in every encoding it reads', () => {
+    const samples: Record<string, string> = { LATIN1: "café 'x'", KOI8R: 'Привет', WIN1252: '€ “quoted”', SJIS: "ソ'表", EUC_JP: '日本語', GBK: '中文', BIG5: '中文', UHC: '한국어', EUC_KR: '한국어', GB18030: '中文', LATIN2: 'žluťoučký', UTF8: 'žluťoučký 日本' };
+    for (const [encoding, sample] of Object.entries(samples)) {
+      const text = clientText(encoding)!;
+      expect(text.encoding).toBe(encoding);
+      const bytes = text.encode(sample);
+      expect(text.decode(bytes), encoding).toBe(sample);
+      expect(text.utf8).toBe(encoding === 'UTF8');
+    }
+    expect(clientText('latin1')!.encode('é')).toEqual(Buffer.from([0xe9]));
+    expect(clientText('EUC_TW')).toBeUndefined();
   });
 });

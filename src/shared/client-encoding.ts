@@ -7,7 +7,7 @@
 // the encoding are refused with 22021, as Postgres refuses them.
 import { isUtf8 } from 'node:buffer';
 import iconv from 'iconv-lite';
-import { PgError, SqlState } from '../shared/errors.js';
+import { PgError, SqlState } from './errors.js';
 
 /** Decodes client text; throws 22021 for bytes that are not text in its encoding. */
 export type TextDecode = (bytes: Uint8Array) => string;
@@ -96,12 +96,45 @@ function decoderOf(encoding: string): TextDecode | undefined {
  * cannot read it exactly (EUC_TW, JOHAB, MULE_INTERNAL, the JIS X 0213 variants).
  */
 export function clientDecoder(name: string): TextDecode | undefined {
+  return clientText(name)?.decode;
+}
+
+/** Text to and from a client in its encoding. */
+export interface ClientText {
+  /** Postgres' canonical name of the encoding. */
+  readonly encoding: string;
+  /** UTF8 (or SQL_ASCII, which the proxy reads as UTF-8): no conversion either way. */
+  readonly utf8: boolean;
+  readonly decode: TextDecode;
+  /**
+   * Text in the encoding. What the proxy encodes is the client's own text, with ASCII it added
+   * (rewrites) or its own messages; a character the encoding lacks becomes `?`.
+   */
+  encode(text: string): Buffer;
+}
+
+/** iconv-lite's names of the multi-byte encodings, for the way back. */
+const multiByteOut: Readonly<Record<string, string>> = {
+  SJIS: 'shiftjis', EUC_JP: 'eucjp', EUC_KR: 'euckr', UHC: 'cp949', EUC_CN: 'gbk', GBK: 'gbk', GB18030: 'gb18030', BIG5: 'cp950',
+};
+
+const texts = new Map<string, ClientText>();
+
+/** Text of a client_encoding (any of Postgres' names for it), or undefined as for `clientDecoder`. */
+export function clientText(name: string): ClientText | undefined {
   const encoding = canonicalEncoding(name);
   if (encoding === undefined) return undefined;
-  let decode = decoders.get(encoding);
-  if (decode === undefined) {
-    decode = decoderOf(encoding);
-    if (decode !== undefined) decoders.set(encoding, decode);
+  let text = texts.get(encoding);
+  if (text === undefined) {
+    const decode = decoders.get(encoding) ?? decoderOf(encoding);
+    if (decode === undefined) return undefined;
+    const utf8 = encoding === 'UTF8' || encoding === 'SQL_ASCII';
+    const out = encoding === 'LATIN1' ? 'latin1' : (oneByte[encoding] ?? multiByteOut[encoding]);
+    text = { encoding, utf8, decode, encode: utf8 || out === undefined ? (t) => Buffer.from(t, 'utf8') : (t) => iconv.encode(t, out) };
+    texts.set(encoding, text);
   }
-  return decode;
+  return text;
 }
+
+/** UTF-8, the server's encoding and the client's unless it says otherwise. */
+export const UTF8_TEXT: ClientText = clientText('UTF8')!;

@@ -1,0 +1,132 @@
+/**
+ * Many clients, few backends: pgbench with 200 clients through repobase as it ships (pooling by
+ * transaction), through PgBouncer in transaction mode (the same number of backends per user),
+ * and directly to Postgres with one backend per client; at least 20 s a run (pgbench counts the
+ * time its 200 connections take to open in the run, and reports no TPS for a run they outlast). Each target's TPS, and the most backends
+ * of the bench user it held at once (sampled every 100 ms). Interleaved rounds, as bench/scenarios/wire.ts.
+ *
+ * `-M simple` and `-S -M simple`: PgBouncer 1.18 (Debian's) keeps no prepared statements in
+ * transaction mode, so `-M prepared` is not a fair fight there.
+ */
+import { join } from 'node:path';
+import pg from 'pg';
+import { conninfo, POOL_SIZE, USER, type BenchEnv, type Conn } from '../env.js';
+import { freePort, run } from '../lib/proc.js';
+import { startPgbouncer } from '../lib/pgbouncer.js';
+import { fmt, summarize, type Summary } from '../lib/stats.js';
+import { pgbench, resetTables, type WireScenario } from './wire.js';
+
+export const CLIENTS_SCENARIOS: WireScenario[] = [
+  { name: 'pgbench TPC-B -M simple', args: ['-M', 'simple'], tls: false, writes: true },
+  { name: 'pgbench -S -M simple', args: ['-S', '-M', 'simple'], tls: false },
+];
+
+/** 200 direct connections take seconds to open on a busy machine, and pgbench counts that time in the run. */
+const MIN_SECONDS = 20;
+
+const REPOBASE = 'repobase (transaction)';
+const BOUNCER = 'PgBouncer (transaction)';
+const DIRECT = 'direct (a backend per client)';
+
+export interface ClientsResult {
+  clients: number;
+  results: { scenario: string; targets: Record<string, { tps: Summary; backends: Summary }> }[];
+}
+
+/**
+ * The backends of the bench user that `work` used: the most, sampled every 100 ms, that were busy
+ * or had been since it started (a target's pooled backends left idle by the run before do not count).
+ */
+async function peakBackends<T>(admin: pg.Client, work: () => Promise<T>): Promise<{ value: T; peak: number }> {
+  const since = (await admin.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
+  let peak = 0;
+  let done = false;
+  const running = work();
+  const sampling = (async () => {
+    while (!done) {
+      const { rows } = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND backend_type = 'client backend' AND (state <> 'idle' OR state_change >= $2)",
+        [USER, since],
+      );
+      peak = Math.max(peak, rows[0]!.n);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  try {
+    return { value: await running, peak };
+  } finally {
+    done = true;
+    await sampling;
+  }
+}
+
+export async function runClients(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void): Promise<ClientsResult | string> {
+  if ('unavailable' in env.pgbouncer) return `PgBouncer unavailable: ${env.pgbouncer.unavailable}`;
+  const port = await freePort();
+  const bouncerConn: Conn = { host: '127.0.0.1', port, user: USER, password: env.direct.password, dbname: 'bench' };
+  const certDir = join(env.dir, 'repobase');
+  const bouncer = await startPgbouncer(
+    { dir: join(env.dir, 'pgbouncer-transaction'), port, upstreamPort: env.direct.port, database: 'bench', user: USER, password: env.direct.password, poolMode: 'transaction', poolSize: POOL_SIZE * 2, tlsCert: join(certDir, 'tls-cert.pem'), tlsKey: join(certDir, 'tls-key.pem') },
+    async () => (await run('psql', [conninfo(bouncerConn), '-Atc', 'SELECT 1'])).stdout.trim() === '1',
+  );
+  const admin = new pg.Client({ connectionString: env.adminUrl });
+  admin.on('error', () => undefined);
+  await admin.connect();
+  try {
+    const targets: [string, Conn][] = [
+      [REPOBASE, env.repobase],
+      [BOUNCER, bouncerConn],
+      [DIRECT, env.direct],
+    ];
+    const results: ClientsResult['results'] = [];
+    for (const scenario of CLIENTS_SCENARIOS) {
+      const samples = new Map(targets.map(([n]) => [n, { tps: [] as number[], backends: [] as number[] }]));
+      for (let round = 0; round < opts.rounds; round++) {
+        for (const [name, conn] of targets) {
+          if (scenario.writes) await resetTables(env.direct);
+          const { value, peak } = await peakBackends(admin, () => pgbench(conn, scenario, { rounds: 1, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients }));
+          samples.get(name)!.tps.push(value.tps);
+          samples.get(name)!.backends.push(peak);
+          log(`${scenario.name}, ${opts.clients} clients, round ${round + 1} ${name}: ${value.tps.toFixed(0)} tps, ${peak} backends`);
+        }
+      }
+      results.push({ scenario: scenario.name, targets: Object.fromEntries([...samples].map(([n, s]) => [n, { tps: summarize(s.tps), backends: summarize(s.backends) }])) });
+    }
+    return { clients: opts.clients, results };
+  } finally {
+    await admin.end().catch(() => undefined);
+    await bouncer.stop();
+  }
+}
+
+const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b ? a / b : NaN);
+
+/** The report's table. */
+export function clientsLines(r: ClientsResult): string[] {
+  const tps = (row: ClientsResult['results'][number], t: string) => row.targets[t]?.tps.median;
+  return [
+    `Many clients, few backends: ${r.clients} pgbench clients; repobase as shipped (pooling by transaction) and PgBouncer in transaction mode with ${POOL_SIZE * 2} backends per user, direct with one backend per client.`,
+    '',
+    `| scenario | repobase TPS | PgBouncer TPS | direct TPS | backends repobase / PgBouncer / direct | repobase / PgBouncer | repobase / direct |`,
+    '|---|---|---|---|---|---|---|',
+    ...r.results.map(
+      (row) =>
+        `| ${row.scenario} | ${fmt(tps(row, REPOBASE) ?? NaN)} | ${fmt(tps(row, BOUNCER) ?? NaN)} | ${fmt(tps(row, DIRECT) ?? NaN)} | ${[REPOBASE, BOUNCER, DIRECT].map((t) => fmt(row.targets[t]?.backends.max ?? NaN)).join(' / ')} | ${fmt(ratio(tps(row, REPOBASE), tps(row, BOUNCER)), 2)} | ${fmt(ratio(tps(row, REPOBASE), tps(row, DIRECT)), 2)} |`,
+    ),
+  ];
+}
+
+/** The goals: at least PgBouncer's TPS in both, and at least direct's for TPC-B. */
+export function clientsGoals(r: ClientsResult | undefined): { name: string; target: string; ratio: number; passed: boolean }[] {
+  const row = (name: string) => r?.results.find((x) => x.scenario === name)?.targets;
+  const goal = (name: string, scenario: string, against: string) => {
+    const t = row(scenario);
+    const value = ratio(t?.[REPOBASE]?.tps.median, t?.[against]?.tps.median);
+    return { name, target: '≥ 1.0', ratio: value, passed: value >= 1 };
+  };
+  return [
+    goal('200 clients: TPC-B vs PgBouncer (transaction mode)', 'pgbench TPC-B -M simple', BOUNCER),
+    goal('200 clients: -S vs PgBouncer (transaction mode)', 'pgbench -S -M simple', BOUNCER),
+    goal('200 clients: TPC-B vs direct (a backend per client)', 'pgbench TPC-B -M simple', DIRECT),
+  ];
+}

@@ -1,0 +1,53 @@
+// `pg_backend_pid()` as a client of the wire front end sees it: the process id it was given in
+// BackendKeyData, stable for its whole session, whichever backend serves it (pooling by
+// transaction moves a client between backends). Top-level calls are redirected to the stand-in
+// below (functions.ts), which reads the id from a setting the front end carries with the client's
+// other settings (src/wire/client-state.ts), and gives the backend's own when the setting is not
+// there (the REST API, session mode, a body of a function: calls there are not redirected).
+//
+// pg_cancel_backend and pg_terminate_backend given the client's own id signal the backend serving
+// it. The relations that name backends by process id show the session's own the same way, so that
+// `WHERE pid = pg_backend_pid()` finds it: pg_stat_activity (a filtered view already, replaced),
+// pg_locks, pg_stat_ssl and pg_stat_gssapi (views of the service from now on, redirected like the
+// filtered catalog: catalog-refs.ts).
+//
+// Control-plane migration 9 creates the stand-in and the views: a change here needs a new migration.
+import { CATALOG_SCHEMA, filteredCatalog, viewsSql } from './catalog-views.js';
+
+/** The custom setting holding a wire client's process id (BackendKeyData) on the backend serving it. */
+export const BACKEND_PID_SETTING = 'repobase.backend_pid';
+
+/** pg_catalog relations with a process id column → their filter. */
+export const pidViews: ReadonlyMap<string, string> = new Map([
+  ['pg_stat_activity', filteredCatalog.get('pg_stat_activity')!],
+  ['pg_locks', 'true'],
+  ['pg_stat_ssl', 'true'],
+  ['pg_stat_gssapi', 'true'],
+]);
+
+/** Built-ins that take a process id: redirected to stand-ins that read the client's own as its backend's. */
+export const PID_FUNCTIONS: ReadonlySet<string> = new Set(['pg_backend_pid', 'pg_cancel_backend', 'pg_terminate_backend']);
+
+/** The SQL of migration 9. */
+export function backendPidSql(): string {
+  const c = CATALOG_SCHEMA;
+  return `
+    CREATE FUNCTION ${c}.pg_backend_pid() RETURNS integer LANGUAGE sql STABLE PARALLEL RESTRICTED
+    BEGIN ATOMIC
+      SELECT coalesce(nullif(pg_catalog.current_setting('${BACKEND_PID_SETTING}', true), '')::integer, pg_catalog.pg_backend_pid());
+    END;
+
+    -- A signal to the client's own process id goes to the backend serving it (as when it signals itself on a backend of its own).
+    CREATE FUNCTION ${c}.pg_cancel_backend(pid integer) RETURNS boolean LANGUAGE sql VOLATILE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT pg_catalog.pg_cancel_backend(CASE WHEN pid = ${c}.pg_backend_pid() THEN pg_catalog.pg_backend_pid() ELSE pid END);
+    END;
+    CREATE FUNCTION ${c}.pg_terminate_backend(pid integer, timeout bigint DEFAULT 0) RETURNS boolean LANGUAGE sql VOLATILE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT pg_catalog.pg_terminate_backend(CASE WHEN pid = ${c}.pg_backend_pid() THEN pg_catalog.pg_backend_pid() ELSE pid END, timeout);
+    END;
+
+    ${viewsSql([...pidViews], { replace: true, tableoid: false, pid: `CASE WHEN %1$I = pg_catalog.pg_backend_pid() THEN ${c}.pg_backend_pid() ELSE %1$I END AS %1$I` })}
+
+    GRANT SELECT ON ALL TABLES IN SCHEMA ${c} TO PUBLIC;`;
+}

@@ -1,0 +1,243 @@
+/**
+ * The upstream → client side of the relay: the answers, in the order the client sent its
+ * requests, also when it pipelines. `queue` holds one entry per request awaiting an answer:
+ * `request` entries (the client's) and `internal` ones (the proxy's own, sent ahead of a request
+ * when pooling by transaction: their answers are not the client's) complete with the upstream's
+ * ReadyForQuery; `local` entries are answers the proxy makes itself, written as soon as every
+ * entry before them has completed.
+ */
+import { errorInOriginal, type Decision, type SessionChange } from '../policy/index.js';
+import type { PgError } from '../shared/errors.js';
+import { BackendCode, buildErrorResponse, buildReadyForQuery, decodeDataRow, decodeErrorResponse, fromClientText, inClientText, type ClientText, type TransactionStatus } from '../protocol/index.js';
+import { countError } from '../observe/metrics.js';
+import { noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
+import type { BackendState } from './client-state.js';
+import { METERED, type AnswerMeter } from './metering.js';
+import type { Internal, Pooling, Step } from './pooling.js';
+import type { Sent } from './prepared.js';
+import type { Run } from './run.js';
+import { STAND_IN_BYTES } from './stand-in.js';
+
+/** A client's request sent upstream: a Query, or an extended batch from its first message to its Sync. */
+export interface Pending {
+  changes: readonly SessionChange[];
+  /** The SQL sent (the batch's Parse texts for the extended protocol): the text of DDL in the audit log. */
+  sql?: string | undefined;
+  failed: boolean;
+  /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's (or of the error naming `refused`). */
+  refusal: Buffer | undefined;
+  refused?: Buffer;
+  /** A rewritten Query: the text sent and what the rewrites changed, to count error positions in the client's text. */
+  rewritten?: { sent: string; edits: Extract<Decision, { kind: 'rewrite' }>['edits'] };
+  /** Pooling by transaction: what each statement (Query) or Execute (batch) does to the session. */
+  steps?: (Step | undefined)[];
+  stepAt: number;
+  /** Pooling by transaction: Parse and Close messages sent for it, to tell the proxy's answers from the client's. */
+  parses?: Sent[];
+  parseAt: number;
+  closes?: Sent[];
+  closeAt: number;
+}
+
+export function pending(changes: readonly SessionChange[], sql: string | undefined, refusal?: Buffer): Pending {
+  return { changes, sql, failed: false, refusal, stepAt: 0, parseAt: 0, closeAt: 0 };
+}
+
+type Entry = { kind: 'request'; p: Pending } | { kind: 'local'; frames: Buffer[] } | { kind: 'internal'; job: Internal; error?: Buffer };
+
+/** What the answers need of the relay. */
+export interface AnswersHost {
+  readonly pooling: Pooling | undefined;
+  /** The backend serving the client now (answers come only from one). */
+  upstream(): { session: UpstreamSession; backend: BackendState | undefined };
+  /** A request of the client's got its ReadyForQuery. */
+  requestDone(p: Pending): void;
+  /** The error in the proxy's words, for a statement whose error it can explain better. */
+  explain(error: PgError, sql: string): PgError | undefined;
+  /** A NotificationResponse as the client should see it. */
+  notification(frame: Buffer): Buffer;
+  /** Postgres ended the backend's session (a FATAL came). */
+  upstreamFatal(): void;
+  /** An answer was completed: the relay may close or release now. */
+  answered(): void;
+  /** The client's encoding, which the backend's messages are in. */
+  text(): ClientText;
+}
+
+export class Answers {
+  private readonly queue: Entry[] = [];
+  /** The transaction status, as the last ReadyForQuery said. */
+  status: TransactionStatus = 'I';
+  /** Resolves when every request sent upstream has been answered. */
+  private onDrained: (() => void) | undefined;
+
+  constructor(
+    private readonly toClient: Run,
+    private readonly host: AnswersHost,
+    private readonly meter: AnswerMeter,
+  ) {}
+
+  /** Entries waiting for their answer (locals included). */
+  get length(): number {
+    return this.queue.length;
+  }
+
+  /** Requests sent upstream and not answered yet (theirs and the proxy's). */
+  get owed(): number {
+    return this.queue.reduce((n, e) => n + (e.kind === 'local' ? 0 : 1), 0);
+  }
+
+  /** The SQL of the request being answered (the audit log's DDL text). */
+  get headSql(): string | undefined {
+    const head = this.queue[0];
+    return head?.kind === 'request' ? head.p.sql : undefined;
+  }
+
+  request(p: Pending): void {
+    this.queue.push({ kind: 'request', p });
+  }
+
+  internal(job: Internal): void {
+    this.queue.push({ kind: 'internal', job });
+  }
+
+  /** Frames plus ReadyForQuery, in their place in the response order. */
+  respond(frames: Buffer[]): void {
+    if (this.queue.length > 0) return void this.queue.push({ kind: 'local', frames });
+    this.toClient.flush();
+    for (const f of frames) this.toClient.write(f);
+    this.toClient.write(buildReadyForQuery(this.status));
+    this.host.answered();
+  }
+
+  /** Resolves once every request sent upstream has been answered. */
+  drained(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.onDrained = resolve));
+  }
+
+  /** One frame from the upstream. */
+  readonly frame = (code: number, frame: Buffer): void => {
+    const head = this.queue[0];
+    if (head?.kind === 'internal') return this.internalFrame(head, code, frame);
+    if (METERED[code] === 1) this.meter.frame(code, frame);
+    const p = head?.kind === 'request' ? head.p : undefined;
+    switch (code) {
+      case BackendCode.ReadyForQuery:
+        return this.ready(frame);
+      case BackendCode.NotificationResponse:
+        frame = this.host.notification(frame);
+        break;
+      case BackendCode.ParameterStatus: {
+        const { session, backend } = this.host.upstream();
+        noteParameterStatus(session, frame);
+        if (this.host.pooling === undefined) break;
+        const told = this.host.pooling.parameterStatus(backend!, frame, p !== undefined);
+        if (told === undefined) return;
+        frame = told;
+        break;
+      }
+      case BackendCode.ErrorResponse: {
+        if (p !== undefined) {
+          p.failed = true;
+          if (p.refusal !== undefined && frame.includes(p.refused ?? STAND_IN_BYTES)) {
+            this.toClient.write(p.refusal);
+            p.refusal = undefined;
+            return;
+          }
+        }
+        const text = this.host.text();
+        const error = decodeErrorResponse(fromClientText(frame, text));
+        countError('wire', 'upstream', error.code);
+        if (frame.includes('SFATAL')) this.host.upstreamFatal();
+        const explained = p?.sql === undefined ? undefined : this.host.explain(error, p.sql);
+        const better = explained ?? (p?.rewritten !== undefined && p.sql !== undefined && error.position !== undefined ? errorInOriginal(error, p.rewritten.sent, p.sql, p.rewritten.edits) : undefined);
+        if (better !== undefined) frame = inClientText(buildErrorResponse(better), text);
+        break;
+      }
+      default:
+        if (p !== undefined && this.host.pooling !== undefined && !this.poolingFrame(p, code, frame)) return;
+    }
+    this.toClient.add(frame);
+  };
+
+  /** Pooling's part in the answers to a client's request: false for an answer to what the proxy sent. */
+  private poolingFrame(p: Pending, code: number, frame: Buffer): boolean {
+    switch (code) {
+      case BackendCode.ParseComplete:
+        return p.parses?.[p.parseAt++]?.ours !== true;
+      case BackendCode.CloseComplete:
+        return p.closes?.[p.closeAt++]?.ours !== true;
+      case BackendCode.CommandComplete:
+      case BackendCode.EmptyQueryResponse: {
+        const step = p.steps?.[p.stepAt++];
+        const backend = this.host.upstream().backend!;
+        this.host.pooling!.stepDone(backend, step);
+        if (code === BackendCode.CommandComplete) this.host.pooling!.commandTag(backend, frame, step);
+        return true;
+      }
+      case BackendCode.PortalSuspended:
+        p.stepAt++;
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  /** An answer to a request of the proxy's own: not the client's (but for notifications, which are). */
+  private internalFrame(head: Extract<Entry, { kind: 'internal' }>, code: number, frame: Buffer): void {
+    switch (code) {
+      case BackendCode.ReadyForQuery:
+        return this.ready(frame);
+      case BackendCode.ErrorResponse:
+        head.error ??= frame;
+        if (frame.includes('SFATAL')) this.host.upstreamFatal();
+        return;
+      case BackendCode.DataRow:
+        return head.job.onRow?.(decodeDataRow(frame));
+      case BackendCode.ParameterStatus: {
+        const { session, backend } = this.host.upstream();
+        noteParameterStatus(session, frame);
+        this.host.pooling?.parameterStatus(backend!, frame, false);
+        return;
+      }
+      case BackendCode.NotificationResponse:
+        return this.toClient.add(this.host.notification(frame));
+      default:
+        return;
+    }
+  }
+
+  private ready(frame: Buffer): void {
+    this.status = String.fromCharCode(frame[5]!) as TransactionStatus;
+    const { session, backend } = this.host.upstream();
+    session.status = this.status;
+    const head = this.queue.shift();
+    if (head?.kind === 'internal') {
+      head.job.done(head.error, this.status);
+    } else {
+      if (head?.kind === 'request') this.requestDone(head.p, backend);
+      this.toClient.add(frame);
+    }
+    while (this.queue[0]?.kind === 'local') {
+      const local = this.queue.shift() as Extract<Entry, { kind: 'local' }>;
+      for (const f of local.frames) this.toClient.write(f);
+      this.toClient.write(buildReadyForQuery(this.status));
+    }
+    if (this.queue.length === 0 && this.onDrained) {
+      const drained = this.onDrained;
+      this.onDrained = undefined;
+      drained();
+    }
+    this.host.answered();
+  }
+
+  private requestDone(p: Pending, backend: BackendState | undefined): void {
+    this.host.requestDone(p);
+    const pooling = this.host.pooling;
+    if (pooling === undefined) return;
+    // Parses left unanswered failed, or an error before them skipped them: nothing was made.
+    if (p.parses !== undefined) for (let i = p.parseAt; i < p.parses.length; i++) p.parses[i]!.undo?.();
+    pooling.requestDone(backend!, this.status, p.failed);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The backend serving one wire client now, if any: taken from the pool (at once when one is
+ * idle, else once there is room), listened to while held, and given back — after a cancel sent
+ * to it has arrived, so that the cancel cannot stop another client's statement there.
+ */
+import type { Return } from '../upstream/session-pool.js';
+import { cancelUpstream, ignore, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
+import type { BackendState } from './client-state.js';
+import type { Pooling } from './pooling.js';
+import { Run } from './run.js';
+
+/** Stands in for the upstream before a backend is attached; nothing is ever added to it. */
+const NO_UPSTREAM = new Run(undefined);
+
+export interface Link {
+  session: UpstreamSession;
+  run: Run;
+  /** Pooling by transaction: what the backend holds. */
+  backend: BackendState | undefined;
+  /** A cancel sent to it: the backend serves nobody else before it has arrived. */
+  cancelling?: Promise<unknown>;
+}
+
+export interface BackendLinkOptions {
+  pooling: Pooling | undefined;
+  /** Session mode: the client's backend, at its first request. */
+  acquire(): Promise<UpstreamSession>;
+  release(session: UpstreamSession, how: Return): void;
+  /** `upstreamResponseTimeoutMs` (0 = never), and whether an answer is owed now. */
+  responseTimeoutMs: number;
+  awaiting(): boolean;
+  /** The backend's data, its close, and its silence past the response timeout. */
+  onData(chunk: Buffer): void;
+  onGone(): void;
+  onSilent(): void;
+}
+
+export class BackendLink {
+  link: Link | undefined;
+  /** Where the client's frames go: the backend's socket, or nowhere. */
+  toUpstream: Run = NO_UPSTREAM;
+  private unwatch: () => void = () => undefined;
+  /** Set once the client has left: a backend that comes afterwards goes straight back. */
+  finished = false;
+
+  constructor(private readonly opts: BackendLinkOptions) {}
+
+  /** Attaches an idle backend at once, if one is at hand (or one is attached already). */
+  takeNow(): boolean {
+    if (this.link !== undefined) return true;
+    const idle = this.opts.pooling?.takeIdle();
+    if (idle === undefined) return false;
+    this.attach(idle);
+    return true;
+  }
+
+  /** A backend once there is one (53300 past the pool timeout). */
+  async take(): Promise<void> {
+    this.attach(await (this.opts.pooling?.acquire() ?? this.opts.acquire()));
+  }
+
+  private attach(session: UpstreamSession): void {
+    if (this.finished) return this.opts.release(session, session.status === 'I' ? 'keep' : 'close');
+    if (this.link !== undefined) {
+      this.opts.release(session, session.status === 'I' ? 'keep' : 'close');
+      throw new Error('a second backend for a client that holds one'); // the relay never waits for two
+    }
+    const backend = this.opts.pooling?.attached(session);
+    this.link = { session, run: new Run(session.socket), backend };
+    this.toUpstream = this.link.run;
+    session.sink = this.opts.onData;
+    session.onGone = this.opts.onGone;
+    this.unwatch = watchSilence(session.socket, this.opts.responseTimeoutMs, this.opts.awaiting, this.opts.onSilent);
+  }
+
+  /** Stops listening to the backend; returns it. */
+  detach(): Link | undefined {
+    const link = this.link;
+    if (link === undefined) return undefined;
+    link.run.flush();
+    link.session.sink = ignore;
+    link.session.onGone = ignore;
+    this.unwatch();
+    this.link = undefined;
+    this.toUpstream = NO_UPSTREAM;
+    return link;
+  }
+
+  /** Cancels what the backend serving the client runs now; nothing when none serves it. */
+  cancel(): Promise<boolean> {
+    const link = this.link;
+    if (link === undefined) return Promise.resolve(false);
+    const sent = cancelUpstream(link.session);
+    link.cancelling = sent;
+    return sent;
+  }
+
+  /** Gives a detached backend back, once a cancel sent to it (if any) has arrived and been taken in. */
+  giveBack(link: Link, how: Return): void {
+    if (link.cancelling === undefined || how === 'close') return this.opts.release(link.session, how);
+    // The cancel reached the postmaster, which signals the backend; once the backend has answered
+    // a Sync after that, the signal was taken in while it was idle: it cannot stop another client's statement.
+    void link.cancelling.then(() => settle(link.session, 0, true)).then((ok) => this.opts.release(link.session, ok ? how : 'close'));
+  }
+}

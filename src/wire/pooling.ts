@@ -1,0 +1,257 @@
+/**
+ * Pooling by transaction, the relay's side: which backend serves the client's next request,
+ * what is sent ahead of the request so that the backend holds the client's session state
+ * (settings, prepared statements), what each statement that succeeds changes (client-state.ts),
+ * and when the backend goes back to the pool — at the ReadyForQuery 'I' that ends a transaction,
+ * unless the client is pinned to it, after asking the backend what it holds when code the proxy
+ * could not see into may have left something there.
+ *
+ * What is sent ahead goes in the same write as the client's message, and its answers are the
+ * proxy's (`Internal` entries of the relay's queue): the client sees only its own.
+ */
+import type { SessionEffect } from '../policy/index.js';
+import { UTF8_TEXT, buildParameterStatus, buildQuery, clientText, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
+import type { Return } from '../upstream/session-pool.js';
+import type { UpstreamSession } from '../upstream/session.js';
+import { settingReplays, stateChecks } from '../observe/metrics.js';
+import { BackendState, checkSql, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
+import { PreparedStatements } from './prepared.js';
+import { literal, settingsDiff } from './session-settings.js';
+
+/** What one statement (a Query's) or one Execute (a batch's) does to the session, and the text its effects point into. */
+export interface Step {
+  effects: readonly SessionEffect[];
+  text: string | undefined;
+}
+
+/** A request of the proxy's own on the backend: its frames are written, its answers end at its ReadyForQuery. */
+export interface Internal {
+  frames: Buffer[];
+  /** Each row it returns (the check). */
+  onRow?(row: (string | null)[]): void;
+  /** At its ReadyForQuery: `error` is the first error it got, if any. */
+  done(error: Buffer | undefined, status: TransactionStatus): void;
+}
+
+/** Backends' states, whoever holds them (a backend outlives the clients it serves). */
+const backends = new WeakMap<UpstreamSession, BackendState>();
+
+export function backendState(session: UpstreamSession): BackendState {
+  let state = backends.get(session);
+  if (state === undefined) backends.set(session, (state = new BackendState(session.parameters)));
+  return state;
+}
+
+/** Server statements a backend may hold before it is reset when given back. */
+const MAX_STATEMENTS_PER_BACKEND = 500;
+
+const DISCARD_SEQUENCES = 'DISCARD SEQUENCES';
+
+export interface PoolingDeps {
+  /** Idle backend of the client's role at once (`prefer` if it is idle), or none. */
+  takeIdle(prefer: UpstreamSession | undefined): UpstreamSession | undefined;
+  /** A backend of the client's role, once there is one (53300 past the pool timeout). */
+  acquire(prefer: UpstreamSession | undefined): Promise<UpstreamSession>;
+  release(session: UpstreamSession, how: Return): void;
+  builtins: BuiltinFunctions;
+  /** The text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused). */
+  prepareText(p: Prepared): string | undefined;
+  /** Told of a fatal failure to restore the client's state on a backend. */
+  onLost(message: string): void;
+}
+
+export class Pooling {
+  readonly statements: PreparedStatements;
+  /** The backend the client used last: it gets that one back when it is idle. */
+  last: UpstreamSession | undefined;
+  /** The backend ran another client since this one: its sequence state (currval) is that client's. */
+  private foreignSequences = false;
+
+  constructor(
+    readonly client: ClientState,
+    private readonly deps: PoolingDeps,
+  ) {
+    this.statements = new PreparedStatements(client);
+  }
+
+  takeIdle(): UpstreamSession | undefined {
+    return this.deps.takeIdle(this.last);
+  }
+
+  acquire(): Promise<UpstreamSession> {
+    return this.deps.acquire(this.last);
+  }
+
+  /** The client now holds `session`. */
+  attached(session: UpstreamSession): BackendState {
+    const backend = backendState(session);
+    this.foreignSequences = backend.lastClient !== undefined && backend.lastClient !== this.client.id;
+    backend.lastClient = this.client.id;
+    this.last = session;
+    return backend;
+  }
+
+  /**
+   * The proxy's requests to send ahead of the client's next one: the settings the backend lacks,
+   * the prepared statements a Query names by EXECUTE/PREPARE/DEALLOCATE, and a DISCARD SEQUENCES
+   * before a read of another client's sequence state. Nothing while a transaction has failed
+   * (Postgres would refuse it; the transaction's end comes first). `effects`: those of the
+   * Query's statements, or of the statement that begins an extended batch.
+   */
+  before(backend: BackendState, status: TransactionStatus, effects: readonly (readonly SessionEffect[])[] | undefined, query: boolean): Internal[] {
+    if (status === 'E') return [];
+    if (effects?.some((list) => list.some((e) => e.kind === 'backend_pid'))) this.client.usesBackendPid();
+    const jobs: Internal[] = [];
+    // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
+    // when it gets it, so everything after (the settings, statements prepared again, the client's
+    // own messages) is read as the client writes it.
+    const reading = readingDiff(this.client.reported, backend.reported);
+    if (reading !== undefined) {
+      jobs.push({
+        frames: [buildQuery(reading)],
+        done: (error) => {
+          if (error !== undefined) this.deps.onLost(`restoring the session on a pooled backend failed: ${errorText(error)}`);
+        },
+      });
+    }
+    const text = clientText(this.client.reported.get('client_encoding') ?? 'UTF8') ?? UTF8_TEXT;
+    const sql: string[] = [];
+    const diff = this.inSync(backend) ? undefined : settingsDiff(this.client, backend);
+    if (diff !== undefined) {
+      settingReplays.value++;
+      sql.push(diff.sql);
+    } else {
+      this.markSynced(backend);
+    }
+    let parses: Buffer[] = [];
+    if (effects !== undefined) {
+      const made = this.statements.beforeQuery(backend, effects, (p) => this.deps.prepareText(p));
+      sql.push(...made.sql);
+      parses = made.frames;
+      if (this.foreignSequences && effects.some((list) => list.some((e) => e.kind === 'sequence'))) {
+        sql.push(DISCARD_SEQUENCES);
+        this.foreignSequences = false;
+      }
+    }
+    if (sql.length > 0) {
+      // A Query drops the unnamed statement (as the client's own would: then only for the client).
+      if (!query) backend.unnamed = undefined;
+      else this.client.unnamed = backend.unnamed = undefined;
+      jobs.push({
+        frames: [inClientText(buildQuery(sql.join('\n;\n')), text)],
+        done: (error, after) => {
+          if (error !== undefined) return this.deps.onLost(`restoring the session on a pooled backend failed: ${errorText(error)}`);
+          diff?.apply();
+          if (after === 'I') backend.other.commit();
+          this.markSynced(backend);
+        },
+      });
+    }
+    if (parses.length > 0) jobs.push({ frames: parses.map((f) => inClientText(f, text)), done: () => undefined });
+    return jobs;
+  }
+
+  /** Whether the backend's settings are the client's, as last compared (nothing changed on either side since). */
+  private inSync(backend: BackendState): boolean {
+    const s = backend.synced;
+    const c = this.client;
+    return s !== undefined && s.client === c.id && s.clientStamp === c.other.stamp + c.reportedStamp && s.backendStamp === backend.other.stamp + backend.reportedStamp;
+  }
+
+  private markSynced(backend: BackendState): void {
+    const c = this.client;
+    backend.synced = { client: c.id, clientStamp: c.other.stamp + c.reportedStamp, backendStamp: backend.other.stamp + backend.reportedStamp };
+  }
+
+  /** A statement (or Execute) of the client succeeded. */
+  stepDone(backend: BackendState, step: Step | undefined): void {
+    if (step !== undefined && step.effects.length > 0) this.client.applyEffects(step.effects, step.text, backend, this.deps.builtins);
+  }
+
+  /**
+   * A CommandComplete of the client's: COMMIT and ROLLBACK end the transaction whose setting
+   * changes were kept apart (a ROLLBACK TO a savepoint is left to the check, see client-state.ts).
+   */
+  commandTag(backend: BackendState, frame: Buffer, step: Step | undefined): void {
+    if (!this.client.other.pending && !backend.other.pending) return;
+    const tag = frame.toString('latin1', 5, Math.min(frame.length - 1, 25));
+    if (tag === 'COMMIT' || tag === 'PREPARE TRANSACTION') this.client.endTransaction(true, backend);
+    else if (tag === 'ROLLBACK' && !step?.effects.some((e) => e.kind === 'savepoint')) this.client.endTransaction(false, backend);
+  }
+
+  /** A request of the client's ended (its ReadyForQuery): an implicit transaction ends with it. */
+  requestDone(backend: BackendState, status: TransactionStatus, failed: boolean): void {
+    if (status === 'I') this.client.endTransaction(!failed, backend);
+    this.client.resetTo.clear();
+  }
+
+  /**
+   * A ParameterStatus of the backend: noted as the backend's, and, during a request of the
+   * client's, the frame to pass on when the client's view changed (its own ParameterStatus).
+   */
+  parameterStatus(backend: BackendState, frame: Buffer, forClient: boolean): Buffer | undefined {
+    const { name, value } = decodeParameterStatus(frame);
+    if (backend.reported.get(name) !== value) {
+      backend.reported.set(name, value);
+      backend.reportedStamp++;
+    }
+    if (!forClient) return undefined;
+    const told = this.client.reportedValue(name, value);
+    if (told === undefined) return undefined;
+    return told === value ? frame : buildParameterStatus(name, told);
+  }
+
+  /**
+   * The transaction is over and nothing is in flight: the check to run first (code out of the
+   * proxy's sight ran), or whether the backend goes back to the pool.
+   */
+  afterTransaction(backend: BackendState): Internal | 'release' | 'keep' {
+    const client = this.client;
+    if (client.needsCheck) {
+      stateChecks.value++;
+      backend.unnamed = undefined; // a Query drops the unnamed statement: the client's is made again if it binds it
+      let row: (string | null)[] | undefined;
+      return {
+        frames: [buildQuery(checkSql())],
+        onRow: (r) => (row = r),
+        done: (error) => {
+          if (error !== undefined || row === undefined) return this.deps.onLost(`asking a pooled backend for the session's state failed${error ? `: ${errorText(error)}` : ''}`);
+          client.applyCheck(parseCheck(row), backend);
+        },
+      };
+    }
+    return client.pinned ? 'keep' : 'release';
+  }
+
+  /**
+   * How a backend goes back when the client leaves (`clean`: nothing in flight, no transaction
+   * open). `unread`: answers were drained unread (settled): what they changed on the backend
+   * (settings, statements) is not known, so it is reset.
+   */
+  returnHow(backend: BackendState, clean: boolean, unread = false): Return {
+    if (!clean) return 'close';
+    if (unread || this.client.pinned || backend.statementCount > MAX_STATEMENTS_PER_BACKEND) {
+      backend.reset();
+      return 'reset';
+    }
+    return 'keep';
+  }
+}
+
+function errorText(frame: Buffer): string {
+  const m = /M([^\0]*)\0/.exec(frame.toString('utf8', 5));
+  return m?.[1] ?? 'an error';
+}
+
+/** The settings that decide how Postgres reads text. */
+const READING = ['client_encoding', 'standard_conforming_strings'] as const;
+
+/** SQL (ASCII) that gives the backend the client's reading settings, or undefined when it has them. */
+function readingDiff(client: ReadonlyMap<string, string>, backend: ReadonlyMap<string, string>): string | undefined {
+  const calls: string[] = [];
+  for (const name of READING) {
+    const value = client.get(name);
+    if (value !== undefined && value !== backend.get(name)) calls.push(`pg_catalog.set_config('${name}', ${literal(value)}, false)`);
+  }
+  return calls.length === 0 ? undefined : `SELECT ${calls.join(', ')}`;
+}

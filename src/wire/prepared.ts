@@ -1,0 +1,188 @@
+/**
+ * A client's named prepared statements on whichever backend serves it (pooling by transaction).
+ *
+ * Each backend holds one server statement per (text, parameter types) — the client's own name
+ * when that name is free there, else a name of the proxy's — and each client's Bind, Describe
+ * and Close are renamed onto it (see statement-frames.ts). A backend that lacks a client's
+ * statement gets it prepared again, unseen, in front of the message that needs it: its
+ * ParseComplete is the proxy's, not passed on. So clients of a role share statements, a client
+ * finds its statements on any backend, and none can reach a statement it did not prepare.
+ *
+ * SQL PREPARE / EXECUTE / DEALLOCATE name statements in the text itself: there the server
+ * statement must have the client's name, and is made or dropped before the Query that names it.
+ */
+import type { SessionEffect } from '../policy/index.js';
+import { PgError, SqlState } from '../shared/errors.js';
+import { buildClose, buildParse, buildSync, FrontendCode, type ParseMessage } from '../protocol/index.js';
+import { protocolKey, type BackendState, type ClientState, type Prepared } from './client-state.js';
+import { quoteIdent } from '../policy/names.js';
+import { renamed, statementName } from './statement-frames.js';
+import { statementReprepares } from '../observe/metrics.js';
+
+/** A message to send upstream for a client's message, in order. */
+export interface Sent {
+  frame: Buffer;
+  /** Which answer it gets: a ParseComplete, a CloseComplete, or whatever its kind gives. */
+  kind: 'parse' | 'close' | 'other';
+  /** Sent by the proxy: its answer is not the client's. */
+  ours: boolean;
+  /** Undoes what was noted for it, if it is not answered (it failed, or an error before it skipped it). */
+  undo?: () => void;
+  /** Its error names a statement of the proxy's: this is the error the client must see instead. */
+  error?: { names: Buffer; instead: PgError };
+}
+
+const exists = (name: string) => new PgError(SqlState.DuplicatePreparedStatement, `prepared statement "${name}" already exists`);
+const missing = (name: string) => new PgError(SqlState.InvalidSqlStatementName, name === '' ? 'unnamed prepared statement does not exist' : `prepared statement "${name}" does not exist`);
+
+/** Prepares `p` on `backend` under `name` (as a Parse the proxy sends), noting it there. */
+function prepareAgain(backend: BackendState, name: string, p: Prepared): Sent {
+  backend.noteServerStatement(name, p.key);
+  return { frame: buildParse(name, p.sql, p.paramTypes), kind: 'parse', ours: true, undo: () => backend.forgetServerStatement(name) };
+}
+
+export class PreparedStatements {
+  constructor(private readonly client: ClientState) {}
+
+  /**
+   * A client's Parse, with `sql` the text the policy lets through. A name the client holds
+   * already is refused as Postgres would (42P05); a name the backend holds with this very text
+   * is closed first, so the client's own Parse answers it.
+   */
+  parse(backend: BackendState, parse: ParseMessage, sql: string, effects: readonly SessionEffect[], frame: Buffer): Sent[] | PgError {
+    const p: Prepared = { key: protocolKey(sql, parse.paramTypes), kind: 'protocol', sql, text: parse.sql, paramTypes: parse.paramTypes, effects };
+    const own = sql === parse.sql ? frame : buildParse(parse.name, sql, parse.paramTypes);
+    const client = this.client;
+    if (parse.name === '') {
+      client.unnamed = p;
+      backend.unnamed = p;
+      return [{ frame: own, kind: 'parse', ours: false, undo: () => void (client.unnamed === p && (client.unnamed = backend.unnamed = undefined)) }];
+    }
+    const name = parse.name;
+    if (client.statements.has(name)) return exists(name);
+    client.statements.set(name, p);
+    const sent: Sent[] = [];
+    let server = name;
+    if (backend.keyOf(name) === p.key) sent.push({ frame: buildClose('S', name), kind: 'close', ours: true });
+    else if (backend.hasServerStatement(name)) server = backend.nameFor(name);
+    backend.noteServerStatement(server, p.key);
+    sent.push({
+      frame: server === name ? own : buildParse(server, sql, parse.paramTypes),
+      kind: 'parse',
+      ours: false,
+      undo: () => {
+        if (client.statements.get(name) === p) client.statements.delete(name);
+        backend.forgetServerStatement(server);
+      },
+    });
+    return sent;
+  }
+
+  /**
+   * A client's Bind or Describe: the statement it names, made there if the backend lacks it and
+   * renamed onto the backend's. A name the client never prepared is refused (26000), even if the
+   * backend holds one of that name: another client's. Also says which statement it is (its
+   * effects are the portal's, for a Bind).
+   */
+  use(backend: BackendState, code: number, frame: Buffer): { sent: Sent[]; statement: Prepared | undefined } {
+    const at = statementName(code, frame);
+    const as = (sent: Sent[], statement?: Prepared) => ({ sent, statement });
+    const plain: Sent = { frame, kind: 'other', ours: false };
+    if (at === undefined) return as([plain]);
+    const client = this.client;
+    if (at.name === '') {
+      const own = client.unnamed;
+      if (own === undefined) {
+        // Whatever the backend's unnamed statement holds is not this client's: Postgres must find none.
+        if (backend.unnamed === undefined) return as([plain]);
+        backend.unnamed = undefined;
+        return as([{ frame: buildClose('S', ''), kind: 'close', ours: true }, plain]);
+      }
+      if (backend.unnamed === own) return as([plain], own);
+      backend.unnamed = own;
+      statementReprepares.value++;
+      return as([{ frame: buildParse('', own.sql, own.paramTypes), kind: 'parse', ours: true, undo: () => void (backend.unnamed === own && (backend.unnamed = undefined)) }, plain], own);
+    }
+    const p = client.statements.get(at.name);
+    if (p === undefined) {
+      // Postgres says it does not exist (before it looks at the transaction), under a name it does not hold.
+      if (!backend.hasServerStatement(at.name)) return as([plain]);
+      const absent = backend.nameFor(at.name);
+      return as([{ frame: renamed(frame, at, absent), kind: 'other', ours: false, error: { names: Buffer.from(`"${absent}"`), instead: missing(at.name) } }]);
+    }
+    const sent: Sent[] = [];
+    let server = backend.serverName(p.key);
+    if (server === undefined) {
+      if (p.kind === 'sql') return as([plain], p); // made by the Query before (see `beforeQuery`), else Postgres says 26000
+      server = backend.nameFor(at.name);
+      sent.push(prepareAgain(backend, server, p));
+      statementReprepares.value++;
+    }
+    sent.push({ frame: server === at.name ? frame : renamed(frame, at, server), kind: 'other', ours: false });
+    return as(sent, p);
+  }
+
+  /** What running the statement a Bind names does to the session (the client's own statement), or undefined. */
+  effectsOf(frame: Buffer): readonly SessionEffect[] | undefined {
+    const at = statementName(FrontendCode.Bind, frame);
+    if (at === undefined) return undefined;
+    return (at.name === '' ? this.client.unnamed : this.client.statements.get(at.name))?.effects;
+  }
+
+  /**
+   * A client's Close of a statement: forgotten by the client and closed on the backend if it
+   * holds it; else a Close of a name the backend does not hold, which Postgres answers alike.
+   */
+  close(backend: BackendState, frame: Buffer): Sent[] {
+    const at = statementName(FrontendCode.Close, frame);
+    if (at === undefined) return [{ frame, kind: 'close', ours: false }];
+    const client = this.client;
+    if (at.name === '') {
+      client.unnamed = undefined;
+      backend.unnamed = undefined;
+      return [{ frame, kind: 'close', ours: false }];
+    }
+    const p = client.statements.get(at.name);
+    client.statements.delete(at.name);
+    const server = p === undefined ? undefined : backend.serverName(p.key);
+    if (server !== undefined) backend.forgetServerStatement(server);
+    const target = server ?? (backend.hasServerStatement(at.name) ? backend.nameFor(at.name) : at.name);
+    return [{ frame: target === at.name ? frame : renamed(frame, at, target), kind: 'close', ours: false }];
+  }
+
+  /**
+   * What must run before a Query whose statements have `effects`: each statement it names by
+   * EXECUTE, PREPARE or DEALLOCATE present on the backend under exactly that name when the client
+   * holds it (so that Postgres answers as it would on a backend of the client's own: runs it,
+   * or says it exists already), absent when not (so that Postgres says it does not exist, rather
+   * than run another client's). `prepareSql` gives the text a SQL PREPARE is made again from.
+   * Returns SQL for one Query and the Parses (then a Sync) for protocol statements.
+   */
+  beforeQuery(backend: BackendState, effects: readonly (readonly SessionEffect[])[], prepareSql: (p: Prepared) => string | undefined): { sql: string[]; frames: Buffer[] } {
+    const sql: string[] = [];
+    const frames: Buffer[] = [];
+    for (const list of effects) {
+      for (const e of list) {
+        if ((e.kind !== 'execute' && e.kind !== 'prepare' && e.kind !== 'deallocate') || e.name === null) continue;
+        const p = this.client.statements.get(e.name);
+        const held = backend.keyOf(e.name);
+        if (p !== undefined && held === p.key) continue;
+        if (held !== undefined) {
+          sql.push(`DEALLOCATE ${quoteIdent(e.name)}`);
+          backend.forgetServerStatement(e.name);
+        }
+        if (p === undefined) continue;
+        statementReprepares.value++;
+        backend.noteServerStatement(e.name, p.key);
+        if (p.kind === 'protocol') {
+          frames.push(buildParse(e.name, p.sql, p.paramTypes));
+          continue;
+        }
+        const text = prepareSql(p);
+        if (text !== undefined) sql.push(text);
+      }
+    }
+    if (frames.length > 0) frames.push(buildSync());
+    return { sql, frames };
+  }
+}

@@ -1,0 +1,50 @@
+// The process's budget of backends: slots taken and given back, a line of waiters in order, and
+// idle backends of any pool closed for a waiter, longest idle first (src/upstream/budget.ts).
+import { describe, expect, it } from 'vitest';
+import { BackendBudget } from '../../../src/upstream/budget.js';
+
+/** A pool with idle backends that went idle at the given times; closing one gives its slot back. */
+function pool(budget: BackendBudget, idleSince: number[]) {
+  const closed: number[] = [];
+  budget.register({
+    oldestIdle: () => (idleSince.length === 0 ? undefined : Math.min(...idleSince)),
+    closeOldestIdle: () => {
+      const oldest = Math.min(...idleSince);
+      idleSince.splice(idleSince.indexOf(oldest), 1);
+      closed.push(oldest);
+      budget.give();
+    },
+  });
+  return closed;
+}
+
+describe('backend budget', () => {
+  it('hands out up to its size, then lines waiters up in order', () => {
+    const budget = new BackendBudget(2);
+    expect([budget.take(), budget.take(), budget.take()]).toEqual([true, true, false]);
+    const got: string[] = [];
+    budget.wait(() => got.push('first'));
+    const leave = budget.wait(() => got.push('second'));
+    budget.wait(() => got.push('third'));
+    expect(budget.waiting).toBe(3);
+    leave();
+    budget.give();
+    budget.give();
+    expect(got).toEqual(['first', 'third']);
+    expect(budget.inUse).toBe(2);
+    expect(budget.pressed).toBe(false);
+  });
+
+  it('closes the longest-idle backend of any pool for a waiter', () => {
+    const budget = new BackendBudget(3);
+    for (let i = 0; i < 3; i++) budget.take();
+    const a = pool(budget, [30, 10]);
+    const b = pool(budget, [20]);
+    const got: number[] = [];
+    budget.wait(() => got.push(1));
+    budget.wait(() => got.push(2));
+    expect(got).toEqual([1, 2]);
+    expect(a).toEqual([10]);
+    expect(b).toEqual([20]);
+  });
+});
