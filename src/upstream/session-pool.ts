@@ -79,8 +79,10 @@ export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
   private readonly gone = new WeakSet<UpstreamSession>();
-  /** Handed-out sessions, watched for silence when `silenceMs` is set. */
+  /** Watches the handed-out sessions for silence when `silenceMs` is set. */
   private readonly silence: SilenceWatch | undefined;
+  /** Every session open (handed out or parked), from its login until it is gone; kept for the silence watch only. */
+  private readonly live = new Set<UpstreamSession>();
   private readonly waiting = new Map<string, Waiter[]>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
@@ -97,7 +99,7 @@ export class SessionPool {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
-    if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs);
+    if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs, () => this.handedOut());
   }
 
   /** Sessions handed out (or opening), pooled, and acquires waiting for room: read when the metrics are scraped. */
@@ -174,16 +176,17 @@ export class SessionPool {
       i = list.length - 1;
       if (list.length === 0) this.idle.delete(key);
       session.sink = ignore;
-      if (!session.socket.destroyed) return this.handOut(session);
+      if (!session.socket.destroyed) return session;
       this.forget(role, session);
     }
     return undefined;
   }
 
-  /** Watches a session being handed out for silence (`silenceMs`), until it is released. */
-  private handOut(session: UpstreamSession): UpstreamSession {
-    this.silence?.add(session);
-    return session;
+  /** The sessions open and not parked: handed out (or being reset). Read by the silence watch. */
+  private handedOut(): UpstreamSession[] {
+    const parked = new Set<UpstreamSession>();
+    for (const list of this.idle.values()) for (const { session } of list) parked.add(session);
+    return [...this.live].filter((s) => !parked.has(s));
   }
 
   /** An idle session with exactly these startup parameters (`prefer` if idle), or a new one once there is room. */
@@ -201,7 +204,8 @@ export class SessionPool {
       const session = await openUpstreamSession(this.opts.target(role), params);
       if (this.greetings.size > 10_000) this.greetings.clear();
       this.greetings.set(key, session.parameters);
-      return this.handOut(session);
+      if (this.silence) this.live.add(session);
+      return session;
     } catch (err: unknown) {
       this.decrement(role);
       this.budget.give();
@@ -232,7 +236,7 @@ export class SessionPool {
         key,
         give: (session) => {
           leave();
-          resolve(this.handOut(session));
+          resolve(session);
         },
         open: () => {
           const opening = this.open(role, key, params); // counted before the next in line looks
@@ -312,7 +316,6 @@ export class SessionPool {
    * `eager` pool does); anything else is closed.
    */
   release(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, how: Return | boolean): void {
-    this.silence?.delete(session);
     session.sink = ignore;
     session.onGone = ignore;
     const ret: Return = how === true ? 'keep' : how === false ? 'close' : how;
@@ -375,6 +378,7 @@ export class SessionPool {
   private forget(role: string, session: UpstreamSession): void {
     if (this.gone.has(session)) return;
     this.gone.add(session);
+    this.live.delete(session);
     this.decrement(role);
     this.budget.give();
     this.makeRoom(role);
