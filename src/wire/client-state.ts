@@ -16,9 +16,8 @@
  * statements succeed (`applyEffects`), so that after each transaction the proxy knows both.
  * Pure bookkeeping: no I/O (the relay sends what this module says to send).
  */
-import { BACKEND_PID_SETTING, type SessionEffect } from '../policy/index.js';
+import { BACKEND_PID_SETTING, SENDERS_PREFIX, type SessionEffect } from '../policy/index.js';
 import { OtherSettings, isChangeableReported, setConfigValue, type SettingValue } from './session-settings.js';
-import { SENDERS_PREFIX } from './notifications.js';
 
 /** Reported settings that decide how Postgres reads statement text. */
 const READING = ['standard_conforming_strings', 'client_encoding'];
@@ -461,7 +460,7 @@ export function checkSql(): string {
     "(SELECT coalesce(json_object_agg(name, setting), '{}') FROM pg_catalog.pg_settings WHERE source = 'session')::text,",
     'EXISTS (SELECT FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()),',
     "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory'),",
-    `EXISTS (SELECT FROM pg_catalog.pg_listening_channels() c WHERE c NOT LIKE '${SENDERS_PREFIX.replace(/_/g, '\\_')}%'),`,
+    `EXISTS (SELECT FROM pg_catalog.pg_listening_channels() c WHERE NOT pg_catalog.starts_with(c, '${SENDERS_PREFIX}')),`,
     'EXISTS (SELECT FROM pg_catalog.pg_cursors WHERE is_holdable),',
     names.length === 0 ? "'{}'" : `(SELECT coalesce(json_object_agg(n, v), '{}') FROM (SELECT n, pg_catalog.current_setting(n, true) AS v FROM pg_catalog.unnest(ARRAY[${names.join(', ')}]::text[]) n) s WHERE v <> '')::text`,
   ].join(' ');

@@ -14,7 +14,7 @@
  * name), out of any user's reach: user channels are always "<user>/…".
  */
 import { createHash } from 'node:crypto';
-import { clientChannel } from '../policy/index.js';
+import { clientChannel, SENDERS_PREFIX } from '../policy/index.js';
 import { BackendCode } from '../protocol/index.js';
 import { Cursor } from '../protocol/cursor.js';
 import { cstringSize, Writer } from '../protocol/writer.js';
@@ -24,8 +24,6 @@ export function sendersChannel(user: string): string {
   return `${SENDERS_PREFIX}${createHash('sha256').update(user).digest('hex').slice(0, 16)}`;
 }
 
-/** Every senders channel starts so (the check leaves them out of the client's channels). */
-export const SENDERS_PREFIX = 'repobase_senders_';
 
 /** An announcement's payload: the backend, then the client it serves. */
 export function announcement(backend: number, client: number): string {

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { BackendCode } from '../../../src/protocol/index.js';
 import { cstringSize, Writer } from '../../../src/protocol/writer.js';
-import { announcement, notificationForClient, Senders, sendersChannel, SENDERS_PREFIX } from '../../../src/wire/notifications.js';
+import { SENDERS_PREFIX } from '../../../src/policy/index.js';
+import { announcement, notificationForClient, Senders, sendersChannel } from '../../../src/wire/notifications.js';
 
 function notification(pid: number, channel: string, payload: string): Buffer {
   return Writer.typed(BackendCode.NotificationResponse, 4 + cstringSize(channel, 'c') + cstringSize(payload, 'p')).int32(pid).cstring(channel).cstring(payload).done();
