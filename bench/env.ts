@@ -1,6 +1,6 @@
 /**
  * The benchmark's world: one upstream Postgres (embedded, tuned once for every target), repobase
- * on it as it ships (one worker process per core) and again as a single process, and PgBouncer
+ * on it as it ships (`workers` 0, or as many as `--workers` says) and again as a single process, and PgBouncer
  * (session mode, SCRAM, the same pool size) on it too. Every target reaches the same tables as
  * the same role, `bench`.
  */
@@ -44,7 +44,7 @@ export interface BenchEnv {
 
 /**
  * The repobase to measure on `cores` cores of its own: the one-process service on one core (what
- * it starts with there), else the service as shipped (one worker per core of the machine).
+ * it starts with there), else the service as shipped (`workers` 0, or `--workers`).
  */
 export function repobaseOn(env: BenchEnv, cores: number): { service: BenchEnv['single']; processes: number } {
   return cores === 1 ? { service: env.single, processes: 1 } : { service: env.repobase, processes: env.repobase.workers };
@@ -89,6 +89,11 @@ export interface BenchEnvOptions {
   pgbouncer?: boolean;
   /** Said in the log lines: which build this world is for. */
   label?: string;
+  /**
+   * `workers` of the service "as shipped" (`--workers`); default 0, the build's own default. The
+   * other target is always one process.
+   */
+  workers?: number;
 }
 
 /**
@@ -138,7 +143,7 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
       const workersLine = /repobase is running(?: \((\d+) workers\))?/.exec(service.output());
       return { httpUrl, wirePort, pid: service.child.pid!, workers: Number(workersLine?.[1] ?? 1) };
     };
-    const shipped = await serve('0');
+    const shipped = await serve(String(opts.workers ?? 0));
     const single = await serve('1');
     // Direct and PgBouncer sessions see the same tables unqualified, as repobase's database name does.
     await admin.query(`ALTER ROLE ${USER} SET search_path = "${REPO}"`);

@@ -43,6 +43,13 @@ if (option('--rounds') !== undefined) {
   settings.rounds = Number(option('--rounds'));
   if (!(Number.isInteger(settings.rounds) && settings.rounds > 0)) throw new Error('--rounds must be a positive integer');
 }
+/**
+ * `--workers N`: the "as shipped" repobase runs N worker processes instead of its default (the
+ * comparison of N processes with one, whatever the default is on this machine).
+ */
+const workersOption = option('--workers');
+const workers = workersOption === undefined ? undefined : Number(workersOption);
+if (workers !== undefined && !(Number.isInteger(workers) && workers >= 0)) throw new Error('--workers must be a whole number (0: the default)');
 /** `--against <git-ref>`: that build too, in the same rounds; `--keep-build` keeps its worktree for the next run. */
 const against = option('--against');
 const keepBuild = process.argv.includes('--keep-build');
@@ -71,7 +78,7 @@ const SINGLE = 'repobase 1 process';
 
 function wireTable(wire: WireResult[], workers: number): string[] {
   const lines = [
-    `| scenario | direct TPS | PgBouncer TPS | repobase TPS (${workers} workers) | repobase 1 process TPS | bare Node relay TPS | repobase latency ms | repobase / direct | repobase / PgBouncer | 1 process / PgBouncer | bare Node relay / PgBouncer | spread (max−min)/median |`,
+    `| scenario | direct TPS | PgBouncer TPS | repobase TPS (${workers === 1 ? '1 process' : `${workers} workers`}) | repobase 1 process TPS | bare Node relay TPS | repobase latency ms | repobase / direct | repobase / PgBouncer | 1 process / PgBouncer | bare Node relay / PgBouncer | spread (max−min)/median |`,
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const w of wire) {
@@ -186,10 +193,10 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
   let ref: RefEnv | undefined;
   const loadBefore = loadavg();
   try {
-    env = await startBenchEnv(log);
+    env = await startBenchEnv(log, { workers });
     stops.push(() => env.stop());
     if (refBuild && COMPARED.some((s) => s !== 'citus' && wanted(s))) {
-      const theirs = await startBenchEnv(log, { bin: refBuild.bin, pgbouncer: false, label: refBuild.ref });
+      const theirs = await startBenchEnv(log, { bin: refBuild.bin, pgbouncer: false, label: refBuild.ref, workers });
       stops.push(() => theirs.stop());
       ref = { env: theirs, suffix: refBuild.suffix };
     }
@@ -310,11 +317,13 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
   const date = new Date().toISOString();
   const load = { before: loadBefore, after: loadavg() };
   const machine = { cores: cpus().length, repobaseWorkers: env.repobase.workers, cpu: cpus()[0]?.model ?? '', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, postgres: env.pgVersion, pgbouncer: bouncerVersion, quick, loadAverage: load };
+  const n = env.repobase.workers;
+  const shippedAs = `${n === 1 ? 'one process' : `${n} worker processes`} (${workers === undefined ? '`workers` 0, its default' : `\`--workers ${workers}\``})`;
   const loadText = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
   const lines = [
     `## repobase benchmark${quick ? ' (--quick: smoke run, not a measurement)' : ''}`,
     '',
-    `${date.slice(0, 10)}, ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GiB, load average ${loadText(load.before)} at the start, ${loadText(load.after)} at the end; Node ${machine.node}, Postgres ${machine.postgres}, ${machine.pgbouncer}; ${settings.rounds} interleaved rounds, medians; pgbench scale ${settings.scale}, 8 clients, ${settings.seconds} s per run. repobase as shipped runs ${env.repobase.workers} worker processes here (one per core); "1 process" is the same service with \`workers\` 1.`,
+    `${date.slice(0, 10)}, ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GiB, load average ${loadText(load.before)} at the start, ${loadText(load.after)} at the end; Node ${machine.node}, Postgres ${machine.postgres}, ${machine.pgbouncer}; ${settings.rounds} interleaved rounds, medians; pgbench scale ${settings.scale}, 8 clients, ${settings.seconds} s per run. repobase as shipped runs ${shippedAs} here; "1 process" is the same service with \`workers\` 1.`,
     '',
     ...(results.wire ? wireTable(results.wire, env.repobase.workers) : ['Wire on shared cores: not run']),
     '',

@@ -359,17 +359,31 @@ export class ControlPlane {
 
   /** API key → principal, or PgError 28P01. The same check for the REST and wire front ends. */
   async authenticate(key: string): Promise<Principal> {
+    const known = this.peekAuthenticate(key);
+    if (known) return known;
+    const parts = parseKey(key)!;
+    const generation = this.keys.generation;
+    const stored = (await loadKey(this.db, parts.id)) ?? null;
+    this.keys.set(parts.id, stored, generation);
+    return this.checkKey(parts, stored);
+  }
+
+  /**
+   * `authenticate` without a wait when the key's row is cached (the common case: the REST API
+   * checks a key on every request): the principal, or PgError 28P01; undefined when the row must
+   * be read first.
+   */
+  peekAuthenticate(key: string): Principal | undefined {
     const parts = parseKey(key);
     if (!parts) {
       secretMatches(undefined, key); // same work as a real miss
       throw invalidKey();
     }
-    let stored = this.keys.get(parts.id);
-    if (stored === undefined) {
-      const generation = this.keys.generation;
-      stored = (await loadKey(this.db, parts.id)) ?? null;
-      this.keys.set(parts.id, stored, generation);
-    }
+    const stored = this.keys.get(parts.id);
+    return stored === undefined ? undefined : this.checkKey(parts, stored);
+  }
+
+  private checkKey(parts: { id: string; secret: string }, stored: StoredKey | null): Principal {
     if (!secretMatches(stored ?? undefined, parts.secret) || !stored) throw invalidKey();
     this.lastUsed.record(parts.id);
     return { user: stored.user, keyId: parts.id };

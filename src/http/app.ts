@@ -9,7 +9,6 @@
  * and allocates nothing it does not need.
  */
 import { randomUUID } from 'node:crypto';
-import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -82,9 +81,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installHttpMetrics(app);
   const consoleDir = deps.consoleDir ?? CONSOLE_DIR;
   installErrorHandling(app, consolePages(consoleDir));
-  // Cookies are parsed when the auth hook looks for the console's session (session-cookie.ts), not
-  // for every request: a request with a Bearer key never needs them.
-  await app.register(cookie, { hook: false });
   await app.register(swagger, {
     openapi: {
       info: {

@@ -51,48 +51,87 @@ function sessionEnded(): PgError {
   return new PgError(SqlState.InvalidAuthorizationSpecification, 'session expired or ended', { hint: 'log in again' });
 }
 
-async function bearer(req: FastifyRequest, control: ControlPlane, header: string): Promise<void> {
+/** The API key of an `Authorization: Bearer <key>` header. */
+function keyOf(header: string): string {
   const m = BEARER.exec(header);
   if (!m?.[1]) throw noKey('malformed Authorization header: expected "Bearer <API key>"');
-  try {
-    req.principal = await control.authenticate(m[1]);
-  } catch (err: unknown) {
-    if (err instanceof PgError && err.code.startsWith('28')) authFailed.rest.value++;
-    failedKey(control, req, m[1], err);
-  }
+  return m[1];
 }
 
-async function cookie(req: FastifyRequest, reply: FastifyReply, control: ControlPlane, opts: AuthOptions, mode: RouteAuth): Promise<void> {
+/** A key that failed: counted, audited as a failed log-in, rethrown. */
+function keyFailed(req: FastifyRequest, control: ControlPlane, key: string, err: unknown): never {
+  if (err instanceof PgError && err.code.startsWith('28')) authFailed.rest.value++;
+  return failedKey(control, req, key, err);
+}
+
+/**
+ * The caller of a Bearer key: at once when the key is cached (no promise, no wait: the REST API's
+ * every request), else a promise of it. Throws, or rejects with, 28000 or 28P01.
+ */
+function bearer(req: FastifyRequest, control: ControlPlane, header: string): Principal | Promise<Principal> {
+  const key = keyOf(header);
+  let known: Principal | undefined;
+  try {
+    known = control.peekAuthenticate(key);
+  } catch (err: unknown) {
+    keyFailed(req, control, key, err);
+  }
+  return known ?? control.authenticate(key).catch((err: unknown) => keyFailed(req, control, key, err));
+}
+
+/** The caller of the console's session cookie; null without one on an `optional` route. */
+async function cookie(req: FastifyRequest, reply: FastifyReply, control: ControlPlane, opts: AuthOptions, mode: RouteAuth): Promise<Principal | null> {
   const id = sessionCookie(req);
   if (id === undefined) {
-    if (mode === 'optional') return;
+    if (mode === 'optional') return null;
     throw noKey('no API key');
   }
   const session = await control.session(id);
   if (!session) {
     // A dead cookie would otherwise be sent with every request until it expires in the browser.
     clearSessionCookie(req, reply, opts.cookieSecure);
-    if (mode === 'optional') return;
+    if (mode === 'optional') return null;
     throw sessionEnded();
   }
   assertCsrf(req, session.csrfToken, opts.cookieSecure);
   // Sliding expiry: the browser's copy must live as long as the renewed session.
   if (session.renewed) setSessionCookie(req, reply, id, opts.cookieSecure);
   req.webSession = { ...session, id };
-  req.principal = { user: session.user, keyId: session.label };
+  return { user: session.user, keyId: session.label };
+}
+
+/** The request is `principal`'s: its log lines say so from here on. */
+function signIn(req: FastifyRequest, principal: Principal | null): void {
+  req.principal = principal;
+  if (principal) req.log = lazyChild(req.log as Logger, { user: principal.user, keyId: principal.keyId });
 }
 
 /** Adds the auth hook to `app` (an encapsulated plugin: only its routes are guarded). */
 export function installAuth(app: FastifyInstance, control: ControlPlane, opts: AuthOptions): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('webSession', null);
-  app.addHook('onRequest', async (req, reply) => {
+  // A callback hook, not an async one: a cached key signs the request in without a promise.
+  app.addHook('onRequest', (req, reply, done) => {
     const mode = req.routeOptions.config.auth ?? 'required';
-    if (mode === 'none') return;
+    if (mode === 'none') return done();
     const header = req.headers.authorization;
-    if (header !== undefined && header !== '') await bearer(req, control, header);
-    else await cookie(req, reply, control, opts, mode);
-    if (req.principal) req.log = lazyChild(req.log as Logger, { user: req.principal.user, keyId: req.principal.keyId });
+    let caller: Principal | null | Promise<Principal | null>;
+    try {
+      caller = header !== undefined && header !== '' ? bearer(req, control, header) : cookie(req, reply, control, opts, mode);
+    } catch (err: unknown) {
+      return done(err as Error);
+    }
+    if (!(caller instanceof Promise)) {
+      signIn(req, caller);
+      return done();
+    }
+    caller.then(
+      (principal) => {
+        signIn(req, principal);
+        done();
+      },
+      (err: unknown) => done(err as Error),
+    );
   });
 }
 

@@ -7,6 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PgError, SqlState } from '../shared/errors.js';
+import { countError, originOf } from '../observe/metrics.js';
 
 /** Codes whose status differs from their class's. */
 const BY_CODE: Readonly<Record<string, number>> = {
@@ -143,8 +144,15 @@ function challenge(code: string): string {
   return code === SqlState.InvalidAuthorizationSpecification ? 'Bearer realm="repobase"' : 'Bearer realm="repobase", error="invalid_token"';
 }
 
+/**
+ * Every error answer of the HTTP front end, Fastify's own (validation, body limits, unknown
+ * routes) included, is written here, and counted in the metrics by the origin the error was
+ * tagged with (the policy, the upstream; anything else is the proxy's) and the SQLSTATE the
+ * client gets.
+ */
 function sendError(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { status, error } = publicError(err, req);
+  countError('rest', originOf(err) ?? 'proxy', error.code);
   if (status === 401) reply.header('www-authenticate', challenge(error.code));
   const body: ErrorBody = { error: errorObject(error) };
   const query = queryStringOf(req);

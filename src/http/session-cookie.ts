@@ -3,33 +3,41 @@
  * `Secure` over https (or always, with `cookieSecure`). HttpOnly keeps it from page scripts;
  * SameSite=Lax keeps other sites' forms and fetches from sending it on anything but top-level
  * GET navigations, and the CSRF token covers the rest (see csrf.ts).
+ *
+ * Read and written with the `cookie` library directly, where the auth hook and the account routes
+ * need it: a fastify cookie plugin would add a hook to every answer, the REST API's included.
  */
-import type { CookieSerializeOptions } from '@fastify/cookie';
+import { parseCookie, stringifySetCookie, type SetCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SESSION_LIFETIME_MS } from '../control/accounts.js';
 
 export const SESSION_COOKIE = 'rb_session';
 
 /** The cookie's attributes; `Secure` (sent back over https only) over https or when configured. */
-function attributes(req: FastifyRequest, cookieSecure: boolean): CookieSerializeOptions {
+function attributes(req: FastifyRequest, cookieSecure: boolean): Omit<SetCookie, 'name' | 'value'> {
   return { httpOnly: true, sameSite: 'lax', path: '/', secure: cookieSecure || req.protocol === 'https' };
 }
 
-/** The session id the request carries, if any (its cookies parsed here, once: @fastify/cookie runs with `hook: false`). */
+/** The session id the request carries, if any. */
 export function sessionCookie(req: FastifyRequest): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
-  req.cookies ??= req.server.parseCookie(header);
-  const id = req.cookies[SESSION_COOKIE];
+  const id = parseCookie(header)[SESSION_COOKIE];
   return id === '' ? undefined : id;
+}
+
+/** The answer's one Set-Cookie header: the last word on the session cookie wins. */
+function setCookie(reply: FastifyReply, cookie: SetCookie): void {
+  reply.removeHeader('set-cookie');
+  reply.header('set-cookie', stringifySetCookie(cookie));
 }
 
 /** Sends the cookie for session `id`, valid as long as a fresh session. */
 export function setSessionCookie(req: FastifyRequest, reply: FastifyReply, id: string, cookieSecure: boolean): void {
-  reply.setCookie(SESSION_COOKIE, id, { ...attributes(req, cookieSecure), maxAge: SESSION_LIFETIME_MS / 1000 });
+  setCookie(reply, { name: SESSION_COOKIE, value: id, ...attributes(req, cookieSecure), maxAge: SESSION_LIFETIME_MS / 1000 });
 }
 
 /** Tells the browser to forget the cookie. */
 export function clearSessionCookie(req: FastifyRequest, reply: FastifyReply, cookieSecure: boolean): void {
-  reply.clearCookie(SESSION_COOKIE, attributes(req, cookieSecure));
+  setCookie(reply, { name: SESSION_COOKIE, value: '', ...attributes(req, cookieSecure), expires: new Date(0), maxAge: 0 });
 }

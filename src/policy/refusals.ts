@@ -112,10 +112,10 @@ export const refusals = {
     message: `${fn}() needs a constant ${what} here, so repobase can tell what it changes`,
   }),
   /** Settings that change how statement text is read: the policy's reading must stay Postgres'. */
-  readingSetting: (name: string, keep: string): Refusal => ({
+  readingSetting: (name: string, value: string): Refusal => ({
     code: unsupported,
-    message: `changing ${name} is not supported: ${keep}`,
-    hint: 'repobase checks every statement as Postgres reads it with these settings',
+    message: `${name} ${value} is not supported: repobase checks every statement as Postgres reads it, and cannot decode this encoding exactly`,
+    hint: 'use UTF8, or another encoding Postgres and repobase both read (LATIN1…LATIN10, WIN1250…WIN1258, KOI8R, SJIS, EUC_JP, GBK, BIG5, …; see docs/wire.md)',
   }),
   changedReading: (name: string, value: string): Refusal => ({
     code: unsupported,

@@ -106,6 +106,11 @@ export class FrameReader {
     return this.headLength + this.pieceBytes;
   }
 
+  /** The announced size of a message partly read (its header in, its body not yet whole); 0 when there is none. */
+  get partialTotal(): number {
+    return this.total;
+  }
+
   /**
    * Changes the limit for messages whose header has not arrived yet. Postgres reads messages
    * before authentication with a small limit and lifts it after login; doing the same keeps an

@@ -15,5 +15,5 @@ export * from './build-startup.js';
 export * from './build-frontend.js';
 export { isWithoutAnswer, protocolViolation, withoutAnswer } from './protocol-error.js';
 export { LOCALIZED_SEVERITY_KEY, RAW_SEVERITY_KEY } from './error-fields.js';
-export { canonicalEncoding, clientText, UTF8_TEXT, type ClientText } from './client-encoding.js';
-export { transcodeFrame } from './transcode.js';
+export { canonicalEncoding, clientText, UTF8_TEXT, type ClientText } from '../shared/client-encoding.js';
+export { fromClientText, inClientText, transcodeFrame } from './transcode.js';

@@ -3,6 +3,7 @@
 // Parse it sends upstream (rewrites, replays, statements prepared again), and the errors it
 // builds or rewrites. Every other message passes unchanged, in the encoding both ends share.
 import { BackendCode, FrontendCode } from './codes.js';
+import type { ClientText } from '../shared/client-encoding.js';
 import { protocolViolation } from './protocol-error.js';
 
 type Text = (bytes: Uint8Array) => string;
@@ -64,4 +65,17 @@ function framed(code: number, body: Buffer[]): Buffer {
   head[0] = code;
   head.writeUInt32BE(length, 1);
   return Buffer.concat([head, ...body]);
+}
+
+const fromUtf8: Text = (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+const toUtf8: Bytes = (text) => Buffer.from(text, 'utf8');
+
+/** A message the proxy built (UTF-8) in the client's encoding; itself for a UTF-8 client. */
+export function inClientText(frame: Buffer, text: ClientText): Buffer {
+  return text.utf8 ? frame : transcodeFrame(frame, fromUtf8, text.encode);
+}
+
+/** A message in the client's encoding (a Query, Parse or error) in UTF-8; 22021 for bytes that are no text in it. */
+export function fromClientText(frame: Buffer, text: ClientText): Buffer {
+  return text.utf8 ? frame : transcodeFrame(frame, text.decode, toUtf8);
 }

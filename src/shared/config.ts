@@ -25,7 +25,7 @@ export const ConfigSchema = Type.Object({
   secret: Type.String({ description: 'derives upstream role passwords; empty = generated into the data dir' }),
   workers: Type.Integer({
     minimum: 0,
-    description: 'processes serving both front ends on the same ports; 0 = one per CPU core. Connection and pool limits are for the whole service, shared evenly',
+    description: 'processes serving both front ends on the same ports; 0 = one per CPU core but one, at least one. Connection and pool limits are for the whole service, shared evenly',
   }),
   logLevel: Type.Union(LogLevels.map((l) => Type.Literal(l)), { description: 'pino level' }),
   serviceDatabase: Type.String({ minLength: 1, description: 'database name clients connect to (and the database created in the embedded cluster)' }),
@@ -57,16 +57,13 @@ export const ConfigSchema = Type.Object({
   pgSendTimeoutMs: Positive('a wire client that reads nothing of a pending answer for this many milliseconds is closed; its statement is cancelled and its upstream session reset for the next client'),
   pgIdleTimeoutMs: Type.Integer({ minimum: 0, description: 'close wire clients idle (outside a transaction) this long; 0 = never' }),
   pgMaxMessageBytes: Positive('largest protocol message accepted from a wire client (08P01 past it)'),
+  pgLargeMessagesBytes: Positive('bytes of large client messages (1 MiB and more) a process reads and judges at once; a client whose large message does not fit waits, its socket paused, until one is done'),
   pgSessionsPerUser: Positive('upstream backends one user may hold through the wire front end at once; a client past it waits in line for one (53300 after pgPoolTimeoutMs)'),
   pgPoolMode: Type.Union([Type.Literal('transaction'), Type.Literal('session')], {
     description:
       "transaction: a wire client holds a backend only while a transaction (or an extended batch until Sync, or a COPY) runs, its session state carried by the proxy; session: one backend from a client's first statement until it disconnects",
   }),
   pgPoolTimeoutMs: Positive('a wire client waits this many milliseconds at most for a backend when its user\'s (or the service\'s) are all busy; past it, 53300'),
-  pgPoolGrowAfterMs: Type.Integer({
-    minimum: 0,
-    description: "pooling by transaction: a wire client that finds none of its user's backends free waits for one to come back; another is opened for the first in line once it has waited this many milliseconds (one at a time per user), at once when none is in use",
-  }),
   maxResultRows: Positive('rows one REST query answers at most; a longer result ends with "truncated": true'),
   httpBodyLimitBytes: Positive('largest REST request body in bytes; a larger one is refused with 413 (54000)'),
   rateLimitMax: Positive('REST requests one API key may make per rate-limit window; more get 429 (53400) with Retry-After'),

@@ -222,8 +222,9 @@ export class RunningStatement {
     session.socket.write(request(sql, reset));
     stop?.onCancel(() => void statement.cancel());
     await statement.until(() => statement.status !== undefined || (statement.fields !== undefined && statement.buffered.length >= batchRows));
-    // The session goes back to its pool only once a cancel is sent: it could reach the next statement otherwise.
-    await statement.cancelling;
+    // The session goes back to its pool only once a cancel is sent: it could reach the next statement
+    // otherwise. (Awaited only when there is one: an await of nothing still costs a turn.)
+    if (statement.cancelling) await statement.cancelling;
     return statement;
   }
 
@@ -249,7 +250,7 @@ export class RunningStatement {
   /** The next batch of at most `maxRows` rows; empty when done. Throws a statement's late error. */
   async next(maxRows: number): Promise<Row[]> {
     await this.until(() => this.buffered.length > 0 || this.status !== undefined);
-    await this.cancelling;
+    if (this.cancelling) await this.cancelling;
     if (this.buffered.length === 0 && this.error) {
       const error = this.error;
       this.error = undefined; // reported once: the statement is done now

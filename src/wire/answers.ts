@@ -8,7 +8,7 @@
  */
 import { errorInOriginal, type Decision, type SessionChange } from '../policy/index.js';
 import type { PgError } from '../shared/errors.js';
-import { BackendCode, buildErrorResponse, buildReadyForQuery, decodeDataRow, decodeErrorResponse, type TransactionStatus } from '../protocol/index.js';
+import { BackendCode, buildErrorResponse, buildReadyForQuery, decodeDataRow, decodeErrorResponse, fromClientText, inClientText, type ClientText, type TransactionStatus } from '../protocol/index.js';
 import { countError } from '../observe/metrics.js';
 import { noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
 import type { BackendState } from './client-state.js';
@@ -60,6 +60,8 @@ export interface AnswersHost {
   upstreamFatal(): void;
   /** An answer was completed: the relay may close or release now. */
   answered(): void;
+  /** The client's encoding, which the backend's messages are in. */
+  text(): ClientText;
 }
 
 export class Answers {
@@ -147,12 +149,13 @@ export class Answers {
             return;
           }
         }
-        const error = decodeErrorResponse(frame);
+        const text = this.host.text();
+        const error = decodeErrorResponse(fromClientText(frame, text));
         countError('wire', 'upstream', error.code);
         if (frame.includes('SFATAL')) this.host.upstreamFatal();
         const explained = p?.sql === undefined ? undefined : this.host.explain(error, p.sql);
-        if (explained) frame = buildErrorResponse(explained);
-        else if (p?.rewritten !== undefined && p.sql !== undefined && error.position !== undefined) frame = buildErrorResponse(errorInOriginal(error, p.rewritten.sent, p.sql, p.rewritten.edits));
+        const better = explained ?? (p?.rewritten !== undefined && p.sql !== undefined && error.position !== undefined ? errorInOriginal(error, p.rewritten.sent, p.sql, p.rewritten.edits) : undefined);
+        if (better !== undefined) frame = inClientText(buildErrorResponse(better), text);
         break;
       }
       default:

@@ -30,6 +30,7 @@ import {
 } from '../protocol/index.js';
 import { FrameQueue } from './frame-queue.js';
 import { countError } from '../observe/metrics.js';
+import type { MessageBudget } from './large-messages.js';
 import type { LargeObjectFunctions } from './large-objects.js';
 import { Relay } from './relay.js';
 import type { SessionPool } from '../upstream/session-pool.js';
@@ -49,6 +50,7 @@ export interface WireDeps {
   startup?: StartupSettings | undefined;
   builtins: BuiltinFunctions;
   largeObjects: LargeObjectFunctions;
+  largeMessages: MessageBudget;
   cancels: CancelRegistry;
   tls: TlsMaterial;
   throttle: FailureThrottle;
@@ -246,6 +248,8 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         responseTimeoutMs: deps.config.upstreamResponseTimeoutMs,
         sendTimeoutMs: deps.config.pgSendTimeoutMs,
         largeObjects: deps.largeObjects,
+        largeMessages: deps.largeMessages,
+        greeting,
         acquire: () => deps.pool.acquire(role, params),
         release: (s, how) => deps.pool.release(role, pooling === undefined ? params : BASELINE, s, how),
         pooling,

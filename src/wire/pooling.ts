@@ -10,7 +10,7 @@
  * proxy's (`Internal` entries of the relay's queue): the client sees only its own.
  */
 import type { SessionEffect } from '../policy/index.js';
-import { buildParameterStatus, buildQuery, decodeParameterStatus, type TransactionStatus } from '../protocol/index.js';
+import { UTF8_TEXT, buildParameterStatus, buildQuery, clientText, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
 import { settingReplays, stateChecks } from '../observe/metrics.js';
@@ -113,6 +113,19 @@ export class Pooling {
     if (status === 'E') return [];
     if (effects?.some((list) => list.some((e) => e.kind === 'backend_pid'))) this.client.usesBackendPid();
     const jobs: Internal[] = [];
+    // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
+    // when it gets it, so everything after (the settings, statements prepared again, the client's
+    // own messages) is read as the client writes it.
+    const reading = readingDiff(this.client.reported, backend.reported);
+    if (reading !== undefined) {
+      jobs.push({
+        frames: [buildQuery(reading)],
+        done: (error) => {
+          if (error !== undefined) this.deps.onLost(`restoring the session on a pooled backend failed: ${errorText(error)}`);
+        },
+      });
+    }
+    const text = clientText(this.client.reported.get('client_encoding') ?? 'UTF8') ?? UTF8_TEXT;
     const sql: string[] = [];
     const diff = this.inSync(backend) ? undefined : settingsDiff(this.client, backend);
     if (diff !== undefined) {
@@ -144,7 +157,7 @@ export class Pooling {
       if (!query) backend.unnamed = undefined;
       else this.client.unnamed = backend.unnamed = undefined;
       jobs.push({
-        frames: [buildQuery(sql.join('\n;\n'))],
+        frames: [inClientText(buildQuery(sql.join('\n;\n')), text)],
         done: (error, after) => {
           if (error !== undefined) return this.deps.onLost(`restoring the session on a pooled backend failed: ${errorText(error)}`);
           diff?.apply();
@@ -153,7 +166,7 @@ export class Pooling {
         },
       });
     }
-    if (parses.length > 0) jobs.push({ frames: parses, done: () => undefined });
+    if (parses.length > 0) jobs.push({ frames: parses.map((f) => inClientText(f, text)), done: () => undefined });
     return jobs;
   }
 
@@ -264,4 +277,17 @@ function announce(channel: string, backend: number, client: number): string {
 function errorText(frame: Buffer): string {
   const m = /M([^\0]*)\0/.exec(frame.toString('utf8', 5));
   return m?.[1] ?? 'an error';
+}
+
+/** The settings that decide how Postgres reads text. */
+const READING = ['client_encoding', 'standard_conforming_strings'] as const;
+
+/** SQL (ASCII) that gives the backend the client's reading settings, or undefined when it has them. */
+function readingDiff(client: ReadonlyMap<string, string>, backend: ReadonlyMap<string, string>): string | undefined {
+  const calls: string[] = [];
+  for (const name of READING) {
+    const value = client.get(name);
+    if (value !== undefined && value !== backend.get(name)) calls.push(`pg_catalog.set_config('${name}', ${literal(value)}, false)`);
+  }
+  return calls.length === 0 ? undefined : `SELECT ${calls.join(', ')}`;
 }

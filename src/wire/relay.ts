@@ -15,7 +15,7 @@ import type { ControlPlane, Principal } from '../control/control-plane.js';
 import { misread, type Decision, type Policy, type Session, type SessionChange, type SessionEffect } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
+import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type ClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { notificationForClient, type Senders } from './notifications.js';
 import { Run } from './run.js';
@@ -33,7 +33,9 @@ import { Answers, pending, type AnswersHost, type Pending } from './answers.js';
 import { BackendLink, type Link } from './backend-link.js';
 import { Backpressure } from './backpressure.js';
 import { runHandled } from './handled.js';
+import { LargeMessageGate, type MessageBudget } from './large-messages.js';
 import type { LargeObjectFunctions } from './large-objects.js';
+import { mayChangeReading, TextOf, UNREADABLE } from './reading.js';
 
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
@@ -49,6 +51,10 @@ export interface RelayDeps {
   responseTimeoutMs?: number;
   /** `pgSendTimeoutMs`: a client that reads nothing of a pending answer this long is closed. */
   sendTimeoutMs?: number;
+  /** The settings the client was greeted with (session mode: its reading settings until a backend serves it). */
+  greeting?: ReadonlyMap<string, string>;
+  /** The process's budget for large client messages (see large-messages.ts). */
+  largeMessages?: MessageBudget;
   /** The large-object functions, the only ones a FunctionCall message may call. */
   largeObjects?: LargeObjectFunctions;
   /** A backend for the client (session mode: its first request; pooling: `pooling` says). */
@@ -74,6 +80,9 @@ export class Relay {
   private get blocked(): boolean {
     return this.blocks > 0;
   }
+  /** The work the stream is blocked on, while it lasts (a large message's budget goes back when it settles). */
+  private blocking: Promise<void> | undefined;
+  private readonly gate: LargeMessageGate | undefined;
   private readonly backlog: Frame[] = [];
   private finished = false;
   private upstreamFatal = false;
@@ -98,6 +107,7 @@ export class Relay {
   ) {
     this.toClient = new Run(client);
     this.meter = deps.control.usage.meter(principal.user);
+    this.gate = deps.largeMessages === undefined ? undefined : new LargeMessageGate(deps.largeMessages, clientReader);
     this.pooling = deps.pooling;
     const meter = new AnswerMeter(this.meter, (target) => this.audit({ action: 'ddl', target, sql: this.answers.headSql }));
     this.answers = new Answers(this.toClient, this.answersHost(), meter);
@@ -133,6 +143,7 @@ export class Relay {
       answered: () => {
         if (this.closing) this.closeIfIdle();
       },
+      text: () => this.text(),
     };
   }
 
@@ -180,7 +191,7 @@ export class Relay {
   terminate(error: PgError): void {
     if (this.finished) return;
     this.toClient.flush();
-    if (!this.client.destroyed) this.client.end(buildErrorResponse(error, 'FATAL'));
+    if (!this.client.destroyed) this.client.end(this.inClientText(buildErrorResponse(error, 'FATAL')));
     this.end(false);
   }
 
@@ -229,6 +240,8 @@ export class Relay {
     try {
       this.clientReader.push(chunk, this.onClientFrame);
       this.backend.toUpstream.flush();
+      const wait = this.gate?.afterChunk(this.blocking);
+      if (wait !== undefined) this.block(wait);
     } catch (err: unknown) {
       this.fatal(err);
     }
@@ -269,19 +282,36 @@ export class Relay {
 
   /** The decision on `sql`: at once on the hot path (rights and analysis cached), else a Promise the stream blocks on. */
   private decide(sql: string): Decision | Promise<Decision> {
-    const misreading = this.misreading(sql);
-    if (misreading) return misreading;
+    const reading = this.reading();
+    if (reading !== undefined && this.text() === UNREADABLE) {
+      const misreading = misread(sql, reading);
+      if (misreading) return misreading;
+    }
+    // With standard_conforming_strings off, '…' strings are read as Postgres reads them so.
+    const session = reading?.get('standard_conforming_strings') === 'off' ? { ...this.session, standardConformingStrings: false } : this.session;
     const rights = this.deps.control.peekRights(this.principal.user);
-    const d = rights ? this.deps.policy.decide(sql, rights, this.session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, this.session));
+    const d = rights ? this.deps.policy.decide(sql, rights, session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, session));
     return d instanceof Promise ? d.then(this.noteListens) : this.noteListens(d);
   }
 
-  /** A statement Postgres could read differently from the policy, with the reading settings a function changed. */
-  private misreading(sql: string): Decision | undefined {
-    const client = this.pooling?.client;
-    if (client !== undefined) return client.readingChanged ? misread(sql, client.reported) : undefined;
-    const upstream = this.backend.link?.session;
-    return upstream?.readingChanged ? misread(sql, upstream.reading) : undefined;
+  /**
+   * The settings the client's next statement is read with (client_encoding,
+   * standard_conforming_strings): as the client was last told them (pooling), as its backend
+   * reported them (session mode), or as it was greeted before it has one.
+   */
+  private reading(): ReadonlyMap<string, string> | undefined {
+    return this.pooling?.client.reported ?? this.backend.link?.session.reading ?? this.deps.greeting;
+  }
+
+  private readonly texts = new TextOf();
+  /** The client's text: its client_encoding (see TextOf). */
+  text(): ClientText {
+    return this.texts.of(this.reading()?.get('client_encoding'));
+  }
+
+  /** A message the proxy built (in UTF-8), in the client's encoding: for its backend, which reads that, or for the client. */
+  private inClientText(frame: Buffer): Buffer {
+    return inClientText(frame, this.text());
   }
 
   /** Pooling: who sent the client's notifications, and the backend serving it now (see notifications.ts). */
@@ -301,7 +331,7 @@ export class Relay {
   private block(work: Promise<void>): void {
     this.blocks++;
     this.client.pause();
-    work
+    const done = work
       .catch((err: unknown) => this.finished || this.refuse(this.toClientError(err)))
       .then(() => {
         if (this.finished) return; // the client left: what it sent after is not run
@@ -318,15 +348,43 @@ export class Relay {
         }
       })
       .catch((err: unknown) => this.fatal(err));
+    this.blocking = done;
+    void done.then(() => {
+      if (this.blocking === done) this.blocking = undefined;
+    });
   }
+
+  /**
+   * Whether a message that carries a statement must wait: a request in flight may change how
+   * Postgres reads it (see `mayChangeReading`), so it is read once that one is answered. Inside
+   * the extended batch that made the change, waiting would wait for ever (nothing is answered
+   * before Sync): `refuse` instead.
+   */
+  private awaitReading(code: number, frame: Buffer): 'wait' | 'refuse' | 'go' {
+    if (this.readingBatch !== undefined && this.readingBatch === this.batch) return 'refuse';
+    if (!this.readingInFlight) return 'go';
+    if (this.answers.length === 0) {
+      this.readingInFlight = false;
+      return 'go';
+    }
+    this.backlog.unshift({ code, frame }); // at the head, as in `ready`: everything in the backlog came after it
+    this.block(this.answers.drained());
+    return 'wait';
+  }
+
+  /** A request that may change the reading settings is in flight (see `awaitReading`). */
+  private readingInFlight = false;
+  /** The extended batch that may change them, while it lasts. */
+  private readingBatch: Pending | undefined;
 
   private onQuery(frame: Buffer): void {
     if (this.discarding) return; // as Postgres: after an error in a batch, everything up to Sync is ignored
+    if (this.awaitReading(FrontendCode.Query, frame) === 'wait') return;
     let sql: string;
     try {
-      sql = decodeQuery(frame);
+      sql = decodeQuery(fromClientText(frame, this.text()));
     } catch (err: unknown) {
-      return this.refuse(this.statementError(err)); // invalid UTF-8 (22021): a statement error, as in Postgres
+      return this.refuse(this.statementError(err)); // bytes that are no text (22021): a statement error, as in Postgres
     }
     const d = this.decide(sql);
     if (d instanceof Promise) return this.later(d, (decided) => this.applyQuery(frame, sql, decided));
@@ -349,8 +407,9 @@ export class Relay {
         if (!this.ready(FrontendCode.Query, frame)) return; // decided again once a backend serves the client
         decisions.wire[d.kind].value++;
         this.beforeRequest(d.effects, true);
+        if (mayChangeReading(d.effects) !== false) this.readingInFlight = true;
         if (d.kind === 'allow') this.backend.toUpstream.add(frame);
-        else this.backend.toUpstream.write(buildQuery(d.sql));
+        else this.backend.toUpstream.write(this.inClientText(buildQuery(d.sql)));
         const p = pending(d.changes, sql);
         if (d.kind === 'rewrite') p.rewritten = { sent: d.sql, edits: d.edits };
         if (this.pooling !== undefined) {
@@ -399,14 +458,19 @@ export class Relay {
     if (!this.ready(FrontendCode.FunctionCall, frame)) return;
     this.beforeRequest(undefined, false);
     this.backend.toUpstream.add(frame);
-    this.answers.request(pending([], undefined));
+    this.answers.request(pending(NO_CHANGES, undefined));
   }
 
   private onParse(frame: Buffer): void {
     if (this.discarding) return;
+    const reading = this.awaitReading(FrontendCode.Parse, frame);
+    if (reading === 'wait') return;
+    if (reading === 'refuse') {
+      return this.denyBatch(new PgError(SqlState.FeatureNotSupported, 'a statement after one that changes client_encoding or standard_conforming_strings must come after its Sync', { hint: 'send Sync after the statement that changes the setting, then the next one' }));
+    }
     let parse: ParseMessage;
     try {
-      parse = decodeParse(frame);
+      parse = decodeParse(fromClientText(frame, this.text()));
     } catch (err: unknown) {
       return this.denyBatch(this.statementError(err));
     }
@@ -424,8 +488,13 @@ export class Relay {
       case 'rewrite': {
         const batch = this.startBatch(d.effects?.[0]);
         if (d.changes.length) batch.changes = [...batch.changes, ...d.changes];
+        const reading = mayChangeReading(d.effects);
+        if (reading !== false) this.readingInFlight = true;
+        // Inside the batch only a change it surely makes refuses what follows (code out of sight
+        // rarely changes the reading, and batches of function calls are common).
+        if (reading === 'surely') this.readingBatch = batch;
         const sql = d.kind === 'allow' ? parse.sql : d.sql;
-        if (this.pooling === undefined) return d.kind === 'allow' ? this.backend.toUpstream.add(frame) : this.backend.toUpstream.write(buildParse(parse.name, sql, parse.paramTypes));
+        if (this.pooling === undefined) return d.kind === 'allow' ? this.backend.toUpstream.add(frame) : this.backend.toUpstream.write(this.inClientText(buildParse(parse.name, sql, parse.paramTypes)));
         const sent = this.pooling.statements.parse(this.backend.link!.backend!, parse, sql, d.effects?.[0] ?? [], frame);
         if (sent instanceof PgError) return this.denyBatch(sent, parse.name);
         return this.send(sent, frame);
@@ -470,11 +539,11 @@ export class Relay {
     const batch = this.batch!;
     for (const s of sent) {
       if (s.frame === frame) this.backend.toUpstream.add(frame);
-      else this.backend.toUpstream.write(s.frame);
+      else this.backend.toUpstream.write(this.inClientText(s.frame));
       if (s.kind === 'parse') (batch.parses ??= []).push(s);
       else if (s.kind === 'close') (batch.closes ??= []).push(s);
       if (s.error !== undefined && batch.refusal === undefined) {
-        batch.refusal = buildErrorResponse(s.error.instead);
+        batch.refusal = this.inClientText(buildErrorResponse(s.error.instead));
         batch.refused = s.error.names;
       }
     }
@@ -502,7 +571,7 @@ export class Relay {
   private denyBatch(error: PgError, name = '', origin: ErrorOrigin = 'proxy'): void {
     countError('wire', origin, error.code);
     this.discarding = true;
-    const frame = buildErrorResponse(error);
+    const frame = this.inClientText(buildErrorResponse(error));
     if (this.batch === undefined && this.answers.length === 0 && this.answers.status === 'I') {
       this.toClient.write(frame); // nothing to fail and nothing outstanding: tell the client at once
       return;
@@ -510,7 +579,7 @@ export class Relay {
     if (this.backend.link === undefined) return void this.answers.respond([frame]);
     const batch = this.startBatch();
     // Pooling: under a name of the proxy's, not the client's (which may name another statement there).
-    const stand = buildParse(this.pooling === undefined ? name : 'repobase_refused', standIn(error));
+    const stand = this.inClientText(buildParse(this.pooling === undefined ? name : 'repobase_refused', standIn(error)));
     this.backend.toUpstream.write(stand);
     if (this.pooling !== undefined) (batch.parses ??= []).push({ frame: stand, kind: 'parse', ours: false });
     batch.refusal = frame;
@@ -529,6 +598,7 @@ export class Relay {
       return;
     }
     this.batchSql = undefined;
+    this.readingBatch = undefined;
     this.discarding = false;
     if (this.portals.size > 0) this.portals.clear();
   }
@@ -542,9 +612,9 @@ export class Relay {
     const answerNow = ahead === '' && ((this.answers.length === 0 && this.answers.status === 'I') || this.backend.link === undefined);
     if (!answerNow && frame !== undefined && !this.ready(FrontendCode.Query, frame)) return; // refused again once a backend serves the client
     countError('wire', origin, error.code);
-    const errorFrame = buildErrorResponse(error);
+    const errorFrame = this.inClientText(buildErrorResponse(error));
     if (answerNow || this.backend.link === undefined) return this.answers.respond([errorFrame]);
-    this.backend.toUpstream.write(buildQuery(ahead + standIn(error)));
+    this.backend.toUpstream.write(this.inClientText(buildQuery(ahead + standIn(error))));
     this.answers.request(pending(NO_CHANGES, undefined, errorFrame));
   }
 
@@ -608,7 +678,7 @@ export class Relay {
   private fatal(err: unknown): void {
     const e = this.toClientError(err);
     countError('wire', 'proxy', e.code);
-    if (!this.client.destroyed) this.client.end(buildErrorResponse(e, 'FATAL'));
+    if (!this.client.destroyed) this.client.end(this.inClientText(buildErrorResponse(e, 'FATAL')));
     this.end(false);
   }
 
@@ -629,7 +699,7 @@ export class Relay {
     if (!this.upstreamFatal && !this.client.destroyed) {
       countError('wire', 'upstream', SqlState.ConnectionFailure);
       this.toClient.flush();
-      this.client.write(buildErrorResponse(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost', { hint: 'reconnect; other sessions are not affected' }), 'FATAL'));
+      this.client.write(this.inClientText(buildErrorResponse(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost', { hint: 'reconnect; other sessions are not affected' }), 'FATAL')));
     }
     this.toClient.flush();
     this.client.end();
@@ -651,6 +721,7 @@ export class Relay {
   private end(clientLeft: boolean, settleUpstream = false): void {
     if (this.finished) return;
     this.finished = true;
+    this.gate?.close(this.blocking);
     this.meter.close();
     this.toClient.flush();
     this.client.off('data', this.onClientData);

@@ -18,6 +18,7 @@ import type { Relay } from './relay.js';
 import { loadTls } from './tls.js';
 import { watchPins, watchWireClients, type WireClientStates } from '../observe/metrics.js';
 import { loadBuiltins } from './builtins.js';
+import { MessageBudget } from './large-messages.js';
 import { loadLargeObjectFunctions } from './large-objects.js';
 import { StartupSettings } from './startup-settings.js';
 import { PIN_REASONS, type PinReason } from './client-state.js';
@@ -82,8 +83,6 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     // Pooling by transaction, a backend keeps what it holds: the proxy knows it (client-state.ts).
     reset: pooling ? 'none' : 'eager',
     waitMs: config.pgPoolTimeoutMs,
-    // Pooling by transaction, a backend in use comes back soon: wait for it before opening another.
-    growAfterMs: pooling ? config.pgPoolGrowAfterMs : undefined,
     budget: deps.budget,
     metricsName: 'wire',
     log,
@@ -100,6 +99,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     pool,
     startup: pooling ? new StartupSettings(pool) : undefined,
     builtins: loadBuiltins((sql) => cluster.admin.query<{ proname: string }>(sql), log),
+    largeMessages: new MessageBudget(config.pgLargeMessagesBytes),
     largeObjects: loadLargeObjectFunctions((sql) => cluster.admin.query<{ oid: number; proname: string }>(sql), log),
     cancels: new CancelRegistry(deps.cancelPeers),
     tls: await loadTls(config),

@@ -19,9 +19,13 @@ export interface SettingValue {
   readonly sql: string;
 }
 
-/** A string literal of standard SQL (standard_conforming_strings is always on here). */
+/**
+ * A string literal that reads the same whatever standard_conforming_strings the backend has when
+ * it reads it: with a backslash, an escape string (E'…'), which both readings take alike.
+ */
 export function literal(text: string): string {
-  return `'${text.replace(/'/g, "''")}'`;
+  const quoted = text.replace(/'/g, "''");
+  return text.includes('\\') ? `E'${quoted.replace(/\\/g, '\\\\')}'` : `'${quoted}'`;
 }
 
 /** One object per (name, value): sessions given the same value by different routes hold the same object. */

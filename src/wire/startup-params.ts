@@ -1,8 +1,8 @@
 /**
  * What a client's StartupMessage asks for, turned into the upstream session's start-up
  * parameters: settings pass through (they become the session's defaults, restored by
- * DISCARD ALL), `options` is unpacked into settings, and what would change identity or the
- * byte encoding the policy reads is refused.
+ * DISCARD ALL), `options` is unpacked into settings, and what would change identity, or a
+ * client_encoding the proxy cannot decode exactly, is refused.
  */
 import { quoteIdent, splitIdentifiers } from '../policy/names.js';
 import { readingSettingRefusal } from '../policy/settings.js';
@@ -74,7 +74,7 @@ export function upstreamStartup(client: Readonly<Record<string, string>>, repoPa
     const citus = citusSettingRefusal(key);
     if (citus) throw new PgError(citus.code, citus.message, { severity: 'FATAL', hint: 'remove it from the connection options' });
     const reading = readingSettingRefusal(key, value);
-    if (reading) throw new PgError(reading.code, reading.message, { severity: 'FATAL', hint: key === 'client_encoding' ? 'set client_encoding=UTF8 (PGCLIENTENCODING=UTF8)' : reading.hint });
+    if (reading) throw new PgError(reading.code, reading.message, { severity: 'FATAL', hint: reading.hint });
     params[name] = value;
   };
   for (const [name, value] of Object.entries(client)) {

@@ -34,9 +34,19 @@ export function isMessage<T extends { kind: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { kind?: unknown }).kind === 'string';
 }
 
-/** The number of worker processes `config` asks for (`workers: 0` = one per CPU core). */
+/**
+ * The processes of `workers: 0` on a machine of `cores` cores: one per core but one, and at least
+ * one. A process competes for the cores with Postgres and the kernel's network work (a proxy's
+ * requests cost more kernel than JavaScript): on 2 cores shared with them, one process served
+ * more than two on every wire and REST scenario of the bench (docs/operations.md, "Worker processes").
+ */
+export function defaultWorkers(cores: number): number {
+  return Math.max(1, cores - 1);
+}
+
+/** The number of worker processes `config` asks for (`workers: 0`: see `defaultWorkers`). */
 export function workerCount(config: Config): number {
-  return config.workers > 0 ? config.workers : availableParallelism();
+  return config.workers > 0 ? config.workers : defaultWorkers(availableParallelism());
 }
 
 /**

@@ -2,7 +2,8 @@
  * Statements of many megabytes over the wire, as ORMs and pandas send them: a 64 MiB
  * `INSERT … VALUES` from node-postgres passes and every row lands; one byte over the limit is
  * refused with 54000 and the connection goes on; a row naming another user's repo deep inside a
- * large statement is still found.
+ * large statement is still found; ten clients sending large statements at once wait in line for
+ * the budget of large messages and all get through.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +35,8 @@ function insert(bytes: number, rowBytes: number, last = ''): { sql: string; rows
 }
 
 beforeAll(async () => {
-  svc = await startTestService();
+  // A budget of 24 MiB for large messages: 64 MiB goes through alone, 8 MiB ones three at a time.
+  svc = await startTestService({ pgLargeMessagesBytes: 24 * MiB });
   [alice, bob] = await Promise.all([svc.user('alice'), svc.user('bob')]);
   await svc.control.createRepo({ owner: alice.name, repo: 'data' });
   await svc.control.createRepo({ owner: bob.name, repo: 'secret' });
@@ -68,4 +70,23 @@ describe('large statements', () => {
     const { sql } = insert(2 * MiB, 1000, `, ((SELECT count(*)::int FROM "${bob.name}/secret".t), 'x')`);
     await expect(client.query(sql)).rejects.toMatchObject({ code: '42501', message: `permission denied for repo "${bob.name}/secret"` });
   }, 60_000);
+
+  it('ten clients with an 8 MiB statement each at once: all pass, in line for the budget', async () => {
+    const clients = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const c = new pg.Client(svc.pgOptions(alice.name, alice.key, `${alice.name}/data`));
+        await c.connect();
+        return c;
+      }),
+    );
+    try {
+      const before = Number((await client.query('SELECT count(*) AS n FROM big')).rows[0].n);
+      const { sql, rows } = insert(8 * MiB, 2000);
+      const counts = await Promise.all(clients.map(async (c) => (await c.query(sql)).rowCount));
+      expect(counts).toEqual(Array.from({ length: 10 }, () => rows));
+      expect(Number((await client.query('SELECT count(*) AS n FROM big')).rows[0].n)).toBe(before + 10 * rows);
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  }, 120_000);
 });

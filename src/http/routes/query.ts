@@ -67,12 +67,19 @@ interface Run {
   settingFree: boolean;
 }
 
-/** The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the control plane already did the work. */
-async function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Promise<Run | { done: string }> {
-  // Cached rights and a cached decision are used as they are, without a wait.
-  const rights = deps.control.peekRights(principal.user) ?? (await deps.control.rights(principal.user));
-  const decided = deps.policy.decide(sql, rights, SESSION);
-  const decision: Decision = decided instanceof Promise ? await decided : decided;
+/**
+ * The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the
+ * control plane already did the work. Cached rights and a cached decision are used as they are:
+ * the answer comes without a promise when nothing had to be waited for.
+ */
+function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Run | Promise<Run | { done: string }> {
+  const rights = deps.control.peekRights(principal.user);
+  const decided = rights ? deps.policy.decide(sql, rights, SESSION) : deps.control.rights(principal.user).then((r) => deps.policy.decide(sql, r, SESSION));
+  return decided instanceof Promise ? decided.then<Run | { done: string }>((d) => follow(deps, principal, sql, req, d)) : follow(deps, principal, sql, req, decided);
+}
+
+/** What `decision` asks for: a statement to run, an error, or the control plane's work (`handled`). */
+function follow(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest, decision: Decision): Run | Promise<{ done: string }> {
   decisions.rest[decision.kind].value++;
   switch (decision.kind) {
     case 'deny':
@@ -80,9 +87,7 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
       throw tagOrigin(decision.error, 'policy');
     case 'handled':
       oneStatement(decision.commandTags.length);
-      for (const change of await performHandled(deps.control, principal.user, decision.action)) audit(deps.control, req, { ...change, sql });
-      deps.control.usage.add(principal.user, { statements: 1 });
-      return { done: decision.commandTags[0] ?? '' };
+      return handled(deps, principal, sql, req, decision);
     case 'allow':
       oneStatement(decision.statements);
       return { sql, settingFree: decision.settingFree === true };
@@ -92,6 +97,13 @@ async function decide(deps: QueryDeps, principal: Principal, sql: string, req: F
     default:
       return assertNever(decision);
   }
+}
+
+/** Runs a statement the control plane performs (`CREATE SCHEMA` of a repo, …) and audits its changes. */
+async function handled(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest, decision: Extract<Decision, { kind: 'handled' }>): Promise<{ done: string }> {
+  for (const change of await performHandled(deps.control, principal.user, decision.action)) audit(deps.control, req, { ...change, sql });
+  deps.control.usage.add(principal.user, { statements: 1 });
+  return { done: decision.commandTags[0] ?? '' };
 }
 
 /** Usage of a statement that ran (the rows of its answer), and its audit row if it was DDL. */
@@ -242,7 +254,8 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       const queryString = req.body.query_string;
       const format = negotiateFormat(req.headers.accept);
       const stop = requestStop(deps, principal, req.headers['x-query-id'], reply);
-      const next = await decide(deps, principal, queryString, req);
+      const decided = decide(deps, principal, queryString, req);
+      const next = decided instanceof Promise ? await decided : decided;
       // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
       const raw: FastifyReply = reply;
       raw.type(CONTENT_TYPES[format]);

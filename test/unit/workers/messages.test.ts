@@ -1,12 +1,14 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/shared/config.js';
-import { isMessage, workerCount, workerShare } from '../../../src/workers/messages.js';
+import { defaultWorkers, isMessage, workerCount, workerShare } from '../../../src/workers/messages.js';
 
 describe('workers', () => {
-  it('counts one worker per core for 0, else what is configured', () => {
-    expect(workerCount(loadConfig({}, { workers: 0 }))).toBe(availableParallelism());
+  it('counts one worker per core but one (at least one) for 0, else what is configured', () => {
+    expect([1, 2, 3, 4, 8, 16].map(defaultWorkers)).toEqual([1, 1, 2, 3, 7, 15]);
+    expect(workerCount(loadConfig({}, { workers: 0 }))).toBe(Math.max(1, availableParallelism() - 1));
     expect(workerCount(loadConfig({}, { workers: 3 }))).toBe(3);
+    expect(workerCount(loadConfig({}, { workers: 1 }))).toBe(1);
   });
 
   it('shares the service-wide limits evenly, rounded up, never below one', () => {

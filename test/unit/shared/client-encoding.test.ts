@@ -1,6 +1,6 @@
 // Client text in the client's encoding, decoded as Postgres converts it.
 import { describe, expect, test } from 'vitest';
-import { canonicalEncoding, clientDecoder, clientText } from '../../../src/protocol/client-encoding.js';
+import { canonicalEncoding, clientDecoder, clientText } from '../../../src/shared/client-encoding.js';
 
 describe('clientDecoder', () => {
   test('knows Postgres\' names for an encoding', () => {

@@ -7,7 +7,7 @@
 // the encoding are refused with 22021, as Postgres refuses them.
 import { isUtf8 } from 'node:buffer';
 import iconv from 'iconv-lite';
-import { PgError, SqlState } from '../shared/errors.js';
+import { PgError, SqlState } from './errors.js';
 
 /** Decodes client text; throws 22021 for bytes that are not text in its encoding. */
 export type TextDecode = (bytes: Uint8Array) => string;
