@@ -18,14 +18,14 @@ describe('migrations', () => {
     const results = await Promise.all([1, 2, 3].map(() => migrate(env.cluster.admin)));
     expect(results.flat()).toEqual([]);
     const res = await env.cluster.admin.query('SELECT version FROM _repobase.migrations ORDER BY version');
-    expect(res.rows.map((r: { version: number }) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(res.rows.map((r: { version: number }) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
   it('apply every migration exactly once on a fresh database, even concurrently', async () => {
     const other = await testEnvFresh();
     try {
       const results = await Promise.all([1, 2, 3, 4].map(() => migrate(other)));
-      expect(results.flat()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(results.flat()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
       expect(await schemaEventsInstalled(other)).toBe(true);
     } finally {
       await other.end();
@@ -47,7 +47,7 @@ describe('migrations', () => {
     url.password = password;
     const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
     try {
-      expect(await migrate(pool)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(await migrate(pool)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
       expect(await schemaEventsInstalled(pool)).toBe(false);
       const fn = await pool.query("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'notify_schema_change'");
       expect(fn.rows[0].n).toBe(1);
