@@ -326,8 +326,8 @@ export class BackendState {
   unnamed: Prepared | undefined;
   /** The client that ran on it last: sequence state (currval) is that client's. */
   lastClient: number | undefined;
-  /** It was announced as serving a client that notified (notifications.ts): to be unsaid before another client gets it. */
-  announced = false;
+  /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
+  announced: number | undefined;
   /** Bumped when `reported` changes (see Pooling.inSync). */
   reportedStamp = 0;
   /** The client whose settings it had when last compared, and both sides' stamps then. */

@@ -6,10 +6,10 @@
  *
  * Which client a backend served when it sent a notification is told on the backend itself: in
  * front of a request that notifies, the proxy sends `pg_notify(<user's senders channel>, '<backend
- * pid> <client pid>')` (committed before or with the client's own, so delivered before it), and
- * once the transaction is over, before the backend serves anyone else, `'<backend pid> 0'`: what it
- * sends after that (a trigger's notification in another client's transaction) is shown with the
- * backend's own id. A client that listens also listens on that channel (`Senders`). That holds
+ * pid> <client pid>')` (committed before or with the client's own, so delivered before it), and in
+ * front of the next request of another client on that backend, `'<backend pid> 0'`: what it sends
+ * after that (a trigger's notification in that client's transaction) is shown with the backend's
+ * own id. A client that listens also listens on that channel (`Senders`). That holds
  * across the service's processes and instances. The channel is the user's own (a hash of the
  * name), out of any user's reach: user channels are always "<user>/…".
  */

@@ -147,10 +147,15 @@ export class Pooling {
       const channel = this.deps.sendersChannel;
       if (effects.some((list) => list.some((e) => e.kind === 'listen'))) sql.push(`LISTEN ${quoteIdent(channel)}`);
       const pid = this.client.processId;
-      if (pid !== undefined && effects.some((list) => list.some((e) => e.kind === 'notify'))) {
+      if (pid !== undefined && pid !== backend.announced && effects.some((list) => list.some((e) => e.kind === 'notify'))) {
         sql.push(announce(channel, backend.processId, pid));
-        backend.announced = true;
+        backend.announced = pid;
       }
+    }
+    if (backend.announced !== undefined && backend.announced !== this.client.processId) {
+      // It was said to serve another client: what this one sends (a trigger's notification) is not that one's.
+      sql.unshift(announce(this.deps.sendersChannel, backend.processId, 0));
+      backend.announced = undefined;
     }
     if (sql.length > 0) {
       // A Query drops the unnamed statement (as the client's own would: then only for the client).
@@ -239,19 +244,7 @@ export class Pooling {
         },
       };
     }
-    if (client.pinned) return 'keep';
-    if (backend.announced) {
-      // Its next client's notifications (a trigger's) are not this one's.
-      backend.unnamed = undefined; // a Query drops the unnamed statement
-      return {
-        frames: [buildQuery(announce(this.deps.sendersChannel, backend.processId, 0))],
-        done: (error) => {
-          if (error !== undefined) return this.deps.onLost(`a pooled backend failed to notify: ${errorText(error)}`);
-          backend.announced = false;
-        },
-      };
-    }
-    return 'release';
+    return client.pinned ? 'keep' : 'release';
   }
 
   /**
@@ -260,7 +253,7 @@ export class Pooling {
    * (settings, statements) is not known, so it is reset.
    */
   returnHow(backend: BackendState, clean: boolean, unread = false): Return {
-    if (!clean || backend.announced) return 'close';
+    if (!clean) return 'close';
     if (unread || this.client.pinned || backend.statementCount > MAX_STATEMENTS_PER_BACKEND) {
       backend.reset();
       return 'reset';
