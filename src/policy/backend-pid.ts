@@ -11,8 +11,12 @@
 // pg_locks, pg_stat_ssl and pg_stat_gssapi (views of the service from now on, redirected like the
 // filtered catalog: catalog-refs.ts).
 //
+// pg_listening_channels() leaves out the channel the front end listens on for the client's sake
+// (src/wire/notifications.ts).
+//
 // Control-plane migration 9 creates the stand-in and the views: a change here needs a new migration.
 import { CATALOG_SCHEMA, filteredCatalog, viewsSql } from './catalog-views.js';
+import { SENDERS_PREFIX } from './channels.js';
 
 /** The custom setting holding a wire client's process id (BackendKeyData) on the backend serving it. */
 export const BACKEND_PID_SETTING = 'repobase.backend_pid';
@@ -27,6 +31,9 @@ export const pidViews: ReadonlyMap<string, string> = new Map([
 
 /** Built-ins that take a process id: redirected to stand-ins that read the client's own as its backend's. */
 export const PID_FUNCTIONS: ReadonlySet<string> = new Set(['pg_backend_pid', 'pg_cancel_backend', 'pg_terminate_backend']);
+
+/** Built-ins whose answer holds what the wire front end keeps on a backend for itself: redirected to stand-ins that leave it out. */
+export const HIDING_FUNCTIONS: ReadonlySet<string> = new Set(['pg_listening_channels']);
 
 /** The SQL of migration 9. */
 export function backendPidSql(): string {
@@ -45,6 +52,12 @@ export function backendPidSql(): string {
     CREATE FUNCTION ${c}.pg_terminate_backend(pid integer, timeout bigint DEFAULT 0) RETURNS boolean LANGUAGE sql VOLATILE PARALLEL SAFE
     BEGIN ATOMIC
       SELECT pg_catalog.pg_terminate_backend(CASE WHEN pid = ${c}.pg_backend_pid() THEN pg_catalog.pg_backend_pid() ELSE pid END, timeout);
+    END;
+
+    -- The channels of sender announcements the front end listens on for the client are not the client's.
+    CREATE FUNCTION ${c}.pg_listening_channels() RETURNS SETOF text LANGUAGE sql STABLE PARALLEL RESTRICTED ROWS 10
+    BEGIN ATOMIC
+      SELECT c FROM pg_catalog.pg_listening_channels() AS c WHERE NOT starts_with(c, '${SENDERS_PREFIX}');
     END;
 
     ${viewsSql([...pidViews], { replace: true, tableoid: false, pid: `CASE WHEN %1$I = pg_catalog.pg_backend_pid() THEN ${c}.pg_backend_pid() ELSE %1$I END AS %1$I` })}

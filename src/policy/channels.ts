@@ -23,6 +23,11 @@ import type { Walker } from './walker.js';
 
 /** Channel names a user may not use even in their namespace: the service's own. */
 const reservedPrefix = 'repobase_';
+/**
+ * The wire front end's channels of sender announcements, one per user (src/wire/notifications.ts):
+ * listened to on the backends of clients that listen, and left out of pg_listening_channels().
+ */
+export const SENDERS_PREFIX = `${reservedPrefix}senders_`;
 /** Postgres' NAMEDATALEN - 1: a longer channel name is an error. */
 const maxChannelBytes = 63;
 

@@ -6,7 +6,7 @@
 // pg_notify's channels.
 import { classifyFunction, regTypeOf, unclassifiedRefusal, type CheckedFunction } from './catalog-functions.js';
 import { noteFunctionRedirect } from './catalog-refs.js';
-import { PID_FUNCTIONS } from './backend-pid.js';
+import { HIDING_FUNCTIONS, PID_FUNCTIONS } from './backend-pid.js';
 import type { Need } from './facts.js';
 import { boolConst, nodeOf, stringConst, type Json } from './json.js';
 import { splitIdentifiers } from './names.js';
@@ -42,7 +42,7 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
   if (c.kind === 'refused') return w.refuse(c.refusal);
   if (name === 'set_config') setConfig(w, names, args, location);
   if (name === 'pg_notify') notify(w, names, args, location);
-  if (PID_FUNCTIONS.has(name)) backendPid(w, names, location);
+  if (PID_FUNCTIONS.has(name) || HIDING_FUNCTIONS.has(name)) standIn(w, names, location);
   if (c.kind === 'checked') checkedCall(w, names, c.spec, args, location);
 }
 
@@ -75,10 +75,10 @@ function notify(w: Walker, names: readonly string[], args: readonly Json[], loca
 
 /**
  * A top-level call goes to the stand-in that shows a wire client its own process id, or takes it
- * for its backend's (backend-pid.ts). A body's call is left as it is: it runs later, with the
- * backend's id.
+ * for its backend's, or leaves out what the front end keeps there (backend-pid.ts). A body's call
+ * is left as it is: it runs later, as on the backend.
  */
-function backendPid(w: Walker, names: readonly string[], location: Json | undefined): void {
+function standIn(w: Walker, names: readonly string[], location: Json | undefined): void {
   const name = names[names.length - 1] ?? '';
   if (w.ctx.offsets !== null && !w.ctx.body && typeof location === 'number' && location >= 0) noteFunctionRedirect(w, names, location, `${name}()`);
 }

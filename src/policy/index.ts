@@ -11,7 +11,7 @@ import { createParsePool } from './pool.js';
 import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 
-export { clientChannel } from './channels.js';
+export { clientChannel, SENDERS_PREFIX } from './channels.js';
 export { BACKEND_PID_SETTING } from './backend-pid.js';
 export { errorInOriginal } from './splices.js';
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';

@@ -61,6 +61,9 @@ export function sessionEffects(node: Json, text: { start: number; end: number })
     case 'ListenStmt':
       out.push({ kind: 'listen' });
       break;
+    case 'NotifyStmt':
+      out.push({ kind: 'notify' });
+      break;
     case 'UnlistenStmt':
       out.push({ kind: 'unlisten', all: str(n.conditionname) === undefined });
       break;
@@ -196,6 +199,7 @@ function call(n: JsonObject, out: SessionEffect[]): void {
   if (name === 'pg_advisory_unlock_all') return void out.push({ kind: 'unlock_all' });
   if (SEQUENCE_STATE.has(name)) return void out.push({ kind: 'sequence' });
   if (PID_FUNCTIONS.has(name)) return backendPid(out);
+  if (name === 'pg_notify') return void (out.some((e) => e.kind === 'notify') || out.push({ kind: 'notify' }));
   // Built-in or not is known only to the server (extensions add built-ins): the front end checks.
   if (schema === undefined && !out.some((e) => e.kind === 'call' && e.name === name)) out.push({ kind: 'call', name });
 }

@@ -61,6 +61,8 @@ export type SessionEffect =
   | { kind: 'unlock' }
   | { kind: 'unlock_all' }
   | { kind: 'listen' }
+  /** NOTIFY, pg_notify(): sends a notification (its listeners are told which client sent it). */
+  | { kind: 'notify' }
   | { kind: 'unlisten'; all: boolean }
   | { kind: 'hold_cursor'; name: string }
   /** CLOSE name, or CLOSE ALL (`null`). */

@@ -64,6 +64,10 @@ export const ConfigSchema = Type.Object({
       "transaction: a wire client holds a backend only while a transaction (or an extended batch until Sync, or a COPY) runs, its session state carried by the proxy; session: one backend from a client's first statement until it disconnects",
   }),
   pgPoolTimeoutMs: Positive('a wire client waits this many milliseconds at most for a backend when its user\'s (or the service\'s) are all busy; past it, 53300'),
+  pgPoolGrowAfterMs: Type.Integer({
+    minimum: 0,
+    description: "pooling by transaction: a wire client that finds none of its user's backends free waits for one to come back; another is opened for it once it has waited this many milliseconds, at once when none is in use",
+  }),
   maxResultRows: Positive('rows one REST query answers at most; a longer result ends with "truncated": true'),
   httpBodyLimitBytes: Positive('largest REST request body in bytes; a larger one is refused with 413 (54000)'),
   rateLimitMax: Positive('REST requests one API key may make per rate-limit window; more get 429 (53400) with Retry-After'),

@@ -78,13 +78,16 @@ export class BackendBudget {
     };
   }
 
-  /** Closes the longest-idle backend among the pools, if any is idle. */
-  reclaim(): void {
+  /**
+   * Closes the longest-idle backend among the pools, if any is idle (since before `idleBefore`,
+   * a Date.now() value, when given: one idle only between two transactions is not worth closing).
+   */
+  reclaim(idleBefore = Infinity): void {
     let oldest: { pool: IdleCloser; since: number } | undefined;
     for (const pool of this.pools) {
       const since = pool.oldestIdle();
       if (since !== undefined && (oldest === undefined || since < oldest.since)) oldest = { pool, since };
     }
-    oldest?.pool.closeOldestIdle();
+    if (oldest !== undefined && oldest.since < idleBefore) oldest.pool.closeOldestIdle();
   }
 }

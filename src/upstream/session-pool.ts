@@ -30,6 +30,8 @@ interface Idle {
 
 interface Waiter {
   key: string;
+  /** When it began to wait (Date.now()). */
+  since: number;
   /** Takes a session given back by another user of the role. */
   give(session: UpstreamSession): void;
   /** Opens a session: room was made for it (a budget slot is taken for it). */
@@ -67,10 +69,23 @@ export interface SessionPoolOptions {
    * answer is owed).
    */
   silenceMs?: number;
+  /**
+   * Pooling by transaction: a role's backend in use comes back within a transaction's time, so a
+   * request that finds none idle waits for one, and one is opened for it only once it has waited
+   * this long — or at once when none of the role's backends is in use or being opened. The pool
+   * then follows the load rather than the number of clients: a burst of short transactions is
+   * served by the backends that come back, while clients that keep backends busy longer get
+   * theirs a moment later, side by side. Unset: a request that finds none idle opens one at once
+   * (sessions held for a long time; the REST API's single statements).
+   */
+  growAfterMs?: number;
   log: Logger;
 }
 
 const DISCARD = buildQuery('DISCARD ALL');
+
+/** Pooling by transaction, budget full: how long another role's backend stays idle before it is closed for a role that waits. */
+const RECLAIM_IDLE_MS = 1_000;
 
 /** How a session comes back: reusable as it is, reusable after DISCARD ALL, or to be closed. */
 export type Return = 'keep' | 'reset' | 'close';
@@ -84,6 +99,10 @@ export class SessionPool {
   /** Every session open (handed out or parked), from its login until it is gone; kept for the silence watch only. */
   private readonly live = new Set<UpstreamSession>();
   private readonly waiting = new Map<string, Waiter[]>();
+  /** Sessions being opened, per role. */
+  private readonly opening = new Map<string, number>();
+  /** Per role, the timer that looks at its line again once its first has waited `growAfterMs`. */
+  private readonly growTimers = new Map<string, NodeJS.Timeout>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
   private readonly learning = new Map<string, Promise<ReadonlyMap<string, string>>>();
@@ -194,12 +213,22 @@ export class SessionPool {
     const idle = this.takeIdle(role, params, prefer);
     if (idle) return Promise.resolve(idle);
     const key = this.key(role, params);
-    if (!this.waiting.has(role) && (this.count.get(role) ?? 0) < this.opts.maxPerRole && this.budget.take()) return this.open(role, key, params);
+    const openNow = this.opts.growAfterMs === undefined || (this.inUse(role) === 0 && !this.opening.has(role));
+    if (openNow && !this.waiting.has(role) && (this.count.get(role) ?? 0) < this.opts.maxPerRole && this.budget.take()) return this.open(role, key, params);
     return this.wait(role, key, params);
+  }
+
+  /** The role's sessions handed out (not idle, not being opened): each comes back to the pool. */
+  private inUse(role: string): number {
+    let n = (this.count.get(role) ?? 0) - (this.opening.get(role) ?? 0);
+    const prefix = role + '\0';
+    for (const [key, list] of this.idle) if (key.startsWith(prefix)) n -= list.length;
+    return n;
   }
 
   private async open(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
     this.count.set(role, (this.count.get(role) ?? 0) + 1);
+    this.opening.set(role, (this.opening.get(role) ?? 0) + 1);
     try {
       const session = await openUpstreamSession(this.opts.target(role), params);
       if (this.greetings.size > 10_000) this.greetings.clear();
@@ -209,8 +238,12 @@ export class SessionPool {
     } catch (err: unknown) {
       this.decrement(role);
       this.budget.give();
-      this.makeRoom(role);
       throw err;
+    } finally {
+      const n = (this.opening.get(role) ?? 1) - 1;
+      if (n <= 0) this.opening.delete(role);
+      else this.opening.set(role, n);
+      this.makeRoom(role); // the line may wait still (or the open failed): the next may go ahead
     }
   }
 
@@ -234,6 +267,7 @@ export class SessionPool {
       };
       const waiter: Waiter = {
         key,
+        since: Date.now(),
         give: (session) => {
           leave();
           resolve(session);
@@ -266,12 +300,40 @@ export class SessionPool {
   private makeRoom(role: string): void {
     const first = this.waiting.get(role)?.[0];
     if (first === undefined || first.leaveBudget !== undefined) return;
+    const grow = this.opts.growAfterMs;
+    if (grow !== undefined) {
+      // Sessions in use (or being opened) come back within a transaction's time: the first in
+      // line waits that long for one before a session is opened for it. Each who waited that
+      // long gets one (opened side by side): the pool grows as fast as the load needs.
+      const waited = Date.now() - first.since;
+      if (waited < grow && (this.inUse(role) > 0 || this.opening.has(role))) return this.lookAgain(role, grow - waited);
+    }
     if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole) return void this.closeIdle(role);
     if (this.budget.take()) return first.open();
+    if (grow !== undefined && this.inUse(role) > 0) {
+      // The service's backends are all taken and this role's own come back soon. It does not
+      // press the budget, which would close every backend other roles give back, only to open
+      // them again (churn: a log-in and cold caches each); a backend of another role that has
+      // stayed idle a while is closed for it.
+      this.budget.reclaim(Date.now() - RECLAIM_IDLE_MS);
+      if (this.budget.take()) return first.open();
+      return this.lookAgain(role, Math.max(grow, 1));
+    }
     first.leaveBudget = this.budget.wait(() => {
       first.leaveBudget = undefined;
       first.open();
     });
+  }
+
+  /** Looks at the role's line again in `ms` (once: a timer armed already stays). */
+  private lookAgain(role: string, ms: number): void {
+    if (this.growTimers.has(role)) return;
+    const timer = setTimeout(() => {
+      this.growTimers.delete(role);
+      this.makeRoom(role);
+    }, ms);
+    timer.unref();
+    this.growTimers.set(role, timer);
   }
 
   /**
@@ -410,6 +472,8 @@ export class SessionPool {
     this.unregister();
     this.silence?.close();
     clearInterval(this.sweeper);
+    for (const timer of this.growTimers.values()) clearTimeout(timer);
+    this.growTimers.clear();
     for (const [key, list] of this.idle) for (const i of list) this.destroy(roleOf(key), i.session);
     this.idle.clear();
   }

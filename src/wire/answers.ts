@@ -54,8 +54,8 @@ export interface AnswersHost {
   requestDone(p: Pending): void;
   /** The error in the proxy's words, for a statement whose error it can explain better. */
   explain(error: PgError, sql: string): PgError | undefined;
-  /** A NotificationResponse as the client should see it. */
-  notification(frame: Buffer): Buffer;
+  /** A NotificationResponse as the client should see it (undefined: the proxy's own, not passed on). */
+  notification(frame: Buffer): Buffer | undefined;
   /** Postgres ended the backend's session (a FATAL came). */
   upstreamFatal(): void;
   /** An answer was completed: the relay may close or release now. */
@@ -125,9 +125,12 @@ export class Answers {
     switch (code) {
       case BackendCode.ReadyForQuery:
         return this.ready(frame);
-      case BackendCode.NotificationResponse:
-        frame = this.host.notification(frame);
+      case BackendCode.NotificationResponse: {
+        const shown = this.host.notification(frame);
+        if (shown === undefined) return;
+        frame = shown;
         break;
+      }
       case BackendCode.ParameterStatus: {
         const { session, backend } = this.host.upstream();
         noteParameterStatus(session, frame);
@@ -201,8 +204,11 @@ export class Answers {
         this.host.pooling?.parameterStatus(backend!, frame, false);
         return;
       }
-      case BackendCode.NotificationResponse:
-        return this.toClient.add(this.host.notification(frame));
+      case BackendCode.NotificationResponse: {
+        const shown = this.host.notification(frame);
+        if (shown !== undefined) this.toClient.add(shown);
+        return;
+      }
       default:
         return;
     }

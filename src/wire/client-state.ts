@@ -16,7 +16,7 @@
  * statements succeed (`applyEffects`), so that after each transaction the proxy knows both.
  * Pure bookkeeping: no I/O (the relay sends what this module says to send).
  */
-import { BACKEND_PID_SETTING, type SessionEffect } from '../policy/index.js';
+import { BACKEND_PID_SETTING, SENDERS_PREFIX, type SessionEffect } from '../policy/index.js';
 import { OtherSettings, isChangeableReported, setConfigValue, type SettingValue } from './session-settings.js';
 
 /** Reported settings that decide how Postgres reads statement text. */
@@ -228,6 +228,7 @@ export class ClientState {
         return;
       case 'sequence':
       case 'backend_pid':
+      case 'notify':
         return; // handled before the statement runs (Pooling.before)
       case 'call':
         if (!builtins.has(e.name)) this.needsCheck = true;
@@ -325,13 +326,19 @@ export class BackendState {
   unnamed: Prepared | undefined;
   /** The client that ran on it last: sequence state (currval) is that client's. */
   lastClient: number | undefined;
+  /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
+  announced: number | undefined;
   /** Bumped when `reported` changes (see Pooling.inSync). */
   reportedStamp = 0;
   /** The client whose settings it had when last compared, and both sides' stamps then. */
   synced: { client: number; clientStamp: number; backendStamp: number } | undefined;
   private serial = 0;
 
-  constructor(private readonly login: ReadonlyMap<string, string>) {
+  constructor(
+    private readonly login: ReadonlyMap<string, string>,
+    /** Its process id (pg_backend_pid() there). */
+    readonly processId = 0,
+  ) {
     this.reported = new Map(login);
   }
 
@@ -453,7 +460,7 @@ export function checkSql(): string {
     "(SELECT coalesce(json_object_agg(name, setting), '{}') FROM pg_catalog.pg_settings WHERE source = 'session')::text,",
     'EXISTS (SELECT FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()),',
     "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory'),",
-    'EXISTS (SELECT FROM pg_catalog.pg_listening_channels()),',
+    `EXISTS (SELECT FROM pg_catalog.pg_listening_channels() c WHERE NOT pg_catalog.starts_with(c, '${SENDERS_PREFIX}')),`,
     'EXISTS (SELECT FROM pg_catalog.pg_cursors WHERE is_holdable),',
     names.length === 0 ? "'{}'" : `(SELECT coalesce(json_object_agg(n, v), '{}') FROM (SELECT n, pg_catalog.current_setting(n, true) AS v FROM pg_catalog.unnest(ARRAY[${names.join(', ')}]::text[]) n) s WHERE v <> '')::text`,
   ].join(' ');

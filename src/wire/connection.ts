@@ -38,6 +38,7 @@ import { upstreamStartup } from './startup-params.js';
 import type { TlsMaterial } from './tls.js';
 import { ClientState, type BuiltinFunctions } from './client-state.js';
 import { Pooling } from './pooling.js';
+import { sendersChannel } from './notifications.js';
 import { BASELINE, type StartupSettings } from './startup-settings.js';
 
 export interface WireDeps {
@@ -227,6 +228,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         builtins: deps.builtins,
         prepareText: (p) => relay.prepareText(p),
         onLost: (message) => relay.lost(message),
+        sendersChannel: sendersChannel(role),
       });
     } else {
       greeting = await deps.pool.greeting(role, params);

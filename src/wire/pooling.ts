@@ -17,6 +17,8 @@ import { settingReplays, stateChecks } from '../observe/metrics.js';
 import { BackendState, checkSql, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
 import { PreparedStatements } from './prepared.js';
 import { literal, settingsDiff } from './session-settings.js';
+import { announcement, Senders } from './notifications.js';
+import { quoteIdent } from '../policy/names.js';
 
 /** What one statement (a Query's) or one Execute (a batch's) does to the session, and the text its effects point into. */
 export interface Step {
@@ -38,7 +40,7 @@ const backends = new WeakMap<UpstreamSession, BackendState>();
 
 export function backendState(session: UpstreamSession): BackendState {
   let state = backends.get(session);
-  if (state === undefined) backends.set(session, (state = new BackendState(session.parameters)));
+  if (state === undefined) backends.set(session, (state = new BackendState(session.parameters, session.processId)));
   return state;
 }
 
@@ -58,6 +60,8 @@ export interface PoolingDeps {
   prepareText(p: Prepared): string | undefined;
   /** Told of a fatal failure to restore the client's state on a backend. */
   onLost(message: string): void;
+  /** The user's channel of sender announcements (notifications.ts). */
+  sendersChannel: string;
 }
 
 export class Pooling {
@@ -66,12 +70,19 @@ export class Pooling {
   last: UpstreamSession | undefined;
   /** The backend ran another client since this one: its sequence state (currval) is that client's. */
   private foreignSequences = false;
+  private knownSenders: Senders | undefined;
 
   constructor(
     readonly client: ClientState,
     private readonly deps: PoolingDeps,
   ) {
     this.statements = new PreparedStatements(client);
+  }
+
+  /** Who sent the notifications the client gets, once it has its process id. */
+  get senders(): Senders | undefined {
+    const pid = this.client.processId;
+    return pid === undefined ? undefined : (this.knownSenders ??= new Senders(this.deps.sendersChannel, pid));
   }
 
   takeIdle(): UpstreamSession | undefined {
@@ -132,6 +143,19 @@ export class Pooling {
         sql.push(DISCARD_SEQUENCES);
         this.foreignSequences = false;
       }
+      // Notifications: a listener hears who sent what; a sender says whom its backend serves.
+      const channel = this.deps.sendersChannel;
+      if (effects.some((list) => list.some((e) => e.kind === 'listen'))) sql.push(`LISTEN ${quoteIdent(channel)}`);
+      const pid = this.client.processId;
+      if (pid !== undefined && pid !== backend.announced && effects.some((list) => list.some((e) => e.kind === 'notify'))) {
+        sql.push(announce(channel, backend.processId, pid));
+        backend.announced = pid;
+      }
+    }
+    if (backend.announced !== undefined && backend.announced !== this.client.processId) {
+      // It was said to serve another client: what this one sends (a trigger's notification) is not that one's.
+      sql.unshift(announce(this.deps.sendersChannel, backend.processId, 0));
+      backend.announced = undefined;
     }
     if (sql.length > 0) {
       // A Query drops the unnamed statement (as the client's own would: then only for the client).
@@ -236,6 +260,11 @@ export class Pooling {
     }
     return 'keep';
   }
+}
+
+/** The SQL that tells the user's listeners which client `backend` serves (0: none that notifies). */
+function announce(channel: string, backend: number, client: number): string {
+  return `SELECT pg_catalog.pg_notify(${literal(channel)}, ${literal(announcement(backend, client))})`;
 }
 
 function errorText(frame: Buffer): string {

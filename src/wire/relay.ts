@@ -17,7 +17,7 @@ import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type ClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
-import { notificationForClient, type OwnPid } from './notifications.js';
+import { notificationForClient, type Senders } from './notifications.js';
 import { Run } from './run.js';
 import { cancelUpstream, settle, type UpstreamSession } from '../upstream/session.js';
 import type { Return } from '../upstream/session-pool.js';
@@ -138,7 +138,7 @@ export class Relay {
         if (!p.failed) this.apply(p.changes);
       },
       explain: (error: PgError, sql: string) => this.deps.control.explainErrorNow(error, sql),
-      notification: (frame: Buffer) => notificationForClient(frame, this.principal.user, this.listenedAs, this.ownPid()),
+      notification: (frame: Buffer) => notificationForClient(frame, this.principal.user, this.listenedAs, this.senders()),
       upstreamFatal: () => void (this.upstreamFatal = true),
       answered: () => {
         if (this.closing) this.closeIfIdle();
@@ -314,11 +314,10 @@ export class Relay {
     return inClientText(frame, this.text());
   }
 
-  /** Pooling: the client's process id and its backend's, to show the client's own notifications as sent by it. */
-  private ownPid(): OwnPid | undefined {
-    const client = this.pooling?.client.processId;
-    const link = this.backend.link;
-    return client === undefined || link === undefined ? undefined : { backend: link.session.processId, client };
+  /** Pooling: who sent the client's notifications, and the backend serving it now (see notifications.ts). */
+  private senders(): { senders: Senders; own: number | undefined } | undefined {
+    const senders = this.pooling?.senders;
+    return senders === undefined ? undefined : { senders, own: this.backend.link?.session.processId };
   }
 
   /** Channels LISTENed to by their "<user>/…" name, shown by it (see notifications.ts). */

@@ -83,6 +83,8 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     // Pooling by transaction, a backend keeps what it holds: the proxy knows it (client-state.ts).
     reset: pooling ? 'none' : 'eager',
     waitMs: config.pgPoolTimeoutMs,
+    // Pooling by transaction, a backend in use comes back soon: wait for it before opening another.
+    growAfterMs: pooling ? config.pgPoolGrowAfterMs : undefined,
     budget: deps.budget,
     metricsName: 'wire',
     log,

@@ -4,7 +4,9 @@
  * backend that serves it (session-settings.ts). What Postgres makes of them is learnt once per
  * (role, parameters) on a real backend: the values it reports (`TimeZone=utc` is reported
  * `UTC`), which the client is greeted with, and a refusal (an unknown setting, a bad value),
- * which ends the client's start-up with Postgres' own error, as a login with them would.
+ * which ends the client's start-up with Postgres' own error, as a login with them would. Values
+ * Postgres takes as they are (a plain application_name, a custom setting's) are not part of what
+ * is learnt.
  */
 import { PgError } from '../shared/errors.js';
 import type { SessionPool } from '../upstream/session-pool.js';
@@ -23,31 +25,80 @@ export interface Startup {
   other: ReadonlyMap<string, SettingValue>;
 }
 
+/** An application_name Postgres takes as it is: printable ASCII, shorter than NAMEDATALEN. */
+const PLAIN_APPLICATION_NAME = /^[\x20-\x7e]{0,63}$/;
+
 export class StartupSettings {
   private readonly known = new Map<string, Promise<Startup>>();
+  /** The prefixes of the dotted settings the server defines (its extensions'): learnt once. */
+  private extensionPrefixes: Promise<ReadonlySet<string>> | undefined;
 
   constructor(private readonly pool: SessionPool) {}
 
-  /** What these parameters make of a session of `role`; rejects with Postgres' FATAL for parameters it refuses. */
-  of(role: string, params: Readonly<Record<string, string>>): Promise<Startup> {
+  /**
+   * What these parameters make of a session of `role`; rejects with Postgres' FATAL for
+   * parameters it refuses. Learnt once per role and set of values that Postgres could judge or
+   * rewrite: a plain application_name, and the value of a custom setting (`app.tenant`, any text
+   * is valid: only its name is judged), are the client's own and need no backend — so a thousand
+   * clients that each name themselves connect without waiting for a backend each.
+   */
+  async of(role: string, params: Readonly<Record<string, string>>): Promise<Startup> {
+    const judged: Record<string, string> = {};
+    const own: [string, string][] = [];
+    let prefixes: ReadonlySet<string> | undefined;
+    for (const [name, value] of Object.entries(params)) {
+      const lower = name.toLowerCase();
+      const dot = lower.indexOf('.');
+      if (lower === 'application_name' && PLAIN_APPLICATION_NAME.test(value)) {
+        own.push([name, value]);
+      } else if (dot > 0 && !(prefixes ??= await this.prefixes(role)).has(lower.slice(0, dot))) {
+        judged[name] = '';
+        own.push([lower, value]);
+      } else {
+        judged[name] = value;
+      }
+    }
+    const startup = await this.learnt(role, judged);
+    if (own.length === 0) return startup;
+    const greeting = new Map(startup.greeting);
+    const other = new Map(startup.other);
+    for (const [name, value] of own) {
+      if (name.includes('.')) other.set(name, setConfigValue(name, value));
+      else greeting.set('application_name', value);
+    }
+    return { greeting, other };
+  }
+
+  private learnt(role: string, params: Readonly<Record<string, string>>): Promise<Startup> {
     const key = `${role}\0${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
     let startup = this.known.get(key);
     if (startup === undefined) {
       if (this.known.size >= 10_000) this.known.clear();
-      startup = this.learn(role, params);
+      startup = this.onBackend(role, (session) => apply(session, params));
       this.known.set(key, startup);
       startup.catch(() => this.known.delete(key));
     }
     return startup;
   }
 
-  private async learn(role: string, params: Readonly<Record<string, string>>): Promise<Startup> {
+  private prefixes(role: string): Promise<ReadonlySet<string>> {
+    this.extensionPrefixes ??= this.onBackend(role, async (session) => {
+      const result = await runOwnQuery(session, "SELECT DISTINCT split_part(name, '.', 1) FROM pg_catalog.pg_settings WHERE name LIKE '%.%'");
+      if (result.error !== undefined) throw new PgError(result.error.code, result.error.message);
+      backendState(session).unnamed = undefined; // a Query drops the unnamed statement
+      return new Set(result.rows.map((r) => r[0] ?? ''));
+    });
+    this.extensionPrefixes.catch(() => (this.extensionPrefixes = undefined));
+    return this.extensionPrefixes;
+  }
+
+  private async onBackend<T>(role: string, work: (session: UpstreamSession) => Promise<T>): Promise<T> {
     const session = await this.pool.acquire(role, BASELINE);
     let how: 'keep' | 'close' = 'close';
     try {
-      const startup = await apply(session, params);
+      const result = await work(session);
       how = 'keep';
-      return startup;
+      return result;
     } finally {
       this.pool.release(role, BASELINE, session, how);
     }

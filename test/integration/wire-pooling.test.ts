@@ -287,20 +287,39 @@ describe("the client's process id", () => {
     expect(await one(other, 'SELECT 1')).toBe(1);
   });
 
-  it("a client's own notifications carry its id; another client's do not", async () => {
+  it('a notification carries the id of the client that sent it, whichever backend it used', async () => {
     const listener = await connect();
-    const me = (listener as unknown as { processID: number }).processID;
+    const pidOf = (c: pg.Client) => (c as unknown as { processID: number }).processID;
     const heard: { payload: string; pid: number }[] = [];
     listener.on('notification', (n) => heard.push({ payload: n.payload ?? '', pid: n.processId }));
     await listener.query('LISTEN pids');
-    const other = await connect();
-    await other.query("NOTIFY pids, 'other'");
+    const others = await Promise.all([0, 1, 2].map(() => connect()));
+    for (let round = 0; round < 2; round++) {
+      await Promise.all(others.map((o, i) => (i === 1 ? o.query(`SELECT pg_notify('pids', 'other${i}.${round}')`) : o.query(`NOTIFY pids, 'other${i}.${round}'`))));
+    }
+    await others[2]!.query('BEGIN');
+    await others[2]!.query("NOTIFY pids, 'in a transaction'");
+    await others[2]!.query('COMMIT');
     await listener.query("NOTIFY pids, 'mine'");
-    await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(2);
-    expect(heard.find((h) => h.payload === 'mine')?.pid).toBe(me);
-    expect(heard.find((h) => h.payload === 'other')?.pid).not.toBe(me);
-    expect(await one(listener, 'SELECT pg_backend_pid()')).toBe(me);
-    await listener.query('UNLISTEN *');
+    await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(8);
+    expect(heard.every((h) => /^(other\d\.\d|in a transaction|mine)$/.test(h.payload))).toBe(true); // no announcement of the proxy's reached it
+    expect(heard.find((h) => h.payload === 'mine')?.pid).toBe(pidOf(listener));
+    for (const [i, o] of others.entries()) {
+      for (const round of [0, 1]) expect(heard.find((h) => h.payload === `other${i}.${round}`)?.pid).toBe(pidOf(o));
+    }
+    expect(heard.find((h) => h.payload === 'in a transaction')?.pid).toBe(pidOf(others[2]!));
+    // A notification no statement of the client's shows (a trigger's) is its backend's, never that of a client it served before.
+    const quiet = await connect();
+    await quiet.query(`CREATE TABLE "${alice.name}/one".pings (v text)`);
+    await quiet.query(`CREATE FUNCTION "${alice.name}/one".ping() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${alice.name}/pids', 'by a trigger'); RETURN NEW; END $$`);
+    await quiet.query(`CREATE TRIGGER ping AFTER INSERT ON "${alice.name}/one".pings FOR EACH ROW EXECUTE FUNCTION "${alice.name}/one".ping()`);
+    await Promise.all(others.map((o) => o.query(`INSERT INTO "${alice.name}/one".pings VALUES ('x')`)));
+    await expect.poll(() => heard.filter((h) => h.payload === 'by a trigger').length, { timeout: 5_000 }).toBe(3);
+    const clientPids = [...others, quiet, listener].map(pidOf);
+    for (const h of heard.filter((x) => x.payload === 'by a trigger')) expect(clientPids).not.toContain(h.pid);
+    expect(await one(listener, 'SELECT pg_backend_pid()')).toBe(pidOf(listener));
+    await listener.query('UNLISTEN pids'); // the check finds no channel of the client's left
+    await expect.poll(() => pinned('listen')).toBe(0);
   });
 });
 

@@ -222,6 +222,7 @@ describe("pg_backend_pid() shows a wire client its own process id (the stand-in 
     ['SELECT pg_catalog.pg_backend_pid() AS me', rewrite('SELECT repobase_catalog.pg_backend_pid() AS me')],
     ['SELECT pg_terminate_backend(pg_backend_pid())', rewrite('SELECT repobase_catalog.pg_terminate_backend(repobase_catalog.pg_backend_pid())')],
     ['SELECT pg_catalog.pg_cancel_backend($1)', rewrite('SELECT repobase_catalog.pg_cancel_backend($1)')],
+    ['SELECT * FROM pg_listening_channels()', rewrite('SELECT * FROM repobase_catalog.pg_listening_channels()')],
     // A body runs later: its call is left as it is (the backend's own id).
     ['CREATE FUNCTION "alice/sales".f() RETURNS int LANGUAGE sql AS $$ SELECT pg_backend_pid() $$', allow],
   ]);

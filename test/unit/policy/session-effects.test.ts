@@ -108,6 +108,8 @@ describe('state that pins a client to its backend, and what ends it', () => {
     ['SELECT pg_advisory_unlock(1)', one({ kind: 'unlock' })],
     ['SELECT pg_advisory_unlock_all()', one({ kind: 'unlock_all' })],
     ['LISTEN news', one({ kind: 'listen' })],
+    ["NOTIFY news, 'x'", one({ kind: 'notify' })],
+    ["SELECT pg_notify('news', 'x'), pg_catalog.pg_notify('b', 'y')", one({ kind: 'notify' })],
     ['UNLISTEN news', one({ kind: 'unlisten', all: false })],
     ['UNLISTEN *', one({ kind: 'unlisten', all: true })],
     ['DECLARE c CURSOR WITH HOLD FOR SELECT 1', one({ kind: 'hold_cursor', name: 'c' })],

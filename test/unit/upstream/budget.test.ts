@@ -47,4 +47,17 @@ describe('backend budget', () => {
     expect(a).toEqual([10]);
     expect(b).toEqual([20]);
   });
+
+  it('closes an idle backend only if it went idle before a given time, when asked so', () => {
+    const budget = new BackendBudget(2);
+    budget.take();
+    budget.take();
+    const a = pool(budget, [500, 900]);
+    budget.reclaim(400);
+    expect(a).toEqual([]);
+    expect(budget.take()).toBe(false);
+    budget.reclaim(600);
+    expect(a).toEqual([500]);
+    expect(budget.take()).toBe(true);
+  });
 });

@@ -1,0 +1,73 @@
+/**
+ * Pooling by transaction: the pool follows the load, not the number of clients. A client that
+ * finds none of its user's backends free waits for one to come back, and another is opened only
+ * for a client once it has waited `pgPoolGrowAfterMs`, side by side for clients that all waited.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const GROW_AFTER_MS = 400;
+let svc: TestService;
+
+beforeAll(async () => {
+  svc = await startTestService({ pgSessionsPerUser: 20, pgPoolGrowAfterMs: GROW_AFTER_MS });
+});
+
+afterAll(async () => {
+  await svc?.stop();
+});
+
+async function connect(who: { name: string; key: string }): Promise<pg.Client> {
+  const c = new pg.Client(svc.pgOptions(who.name, who.key));
+  c.on('error', () => undefined);
+  await c.connect();
+  return c;
+}
+
+async function backends(user: string): Promise<number> {
+  const { rows } = await svc.control.admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [user]);
+  return rows[0]!.n;
+}
+
+it('a burst of clients with short transactions is served by the backends that come back, not a backend each', async () => {
+  const u = await svc.user('burst');
+  const cs = await Promise.all(Array.from({ length: 12 }, () => connect(u)));
+  for (let round = 0; round < 5; round++) {
+    await Promise.all(
+      cs.map(async (c, i) => {
+        await c.query('BEGIN');
+        expect((await c.query('SELECT $1::int * 2 AS n', [i])).rows).toEqual([{ n: i * 2 }]);
+        await c.query('COMMIT');
+      }),
+    );
+  }
+  // Opened only for a client that waited 400 ms: a few at most (12 before).
+  expect(await backends(u.name)).toBeLessThanOrEqual(3);
+  await Promise.all(cs.map((c) => c.end()));
+});
+
+it('a client that waits for a backend held in a long transaction gets another one after pgPoolGrowAfterMs', async () => {
+  const u = await svc.user('long');
+  const [holder, other] = [await connect(u), await connect(u)];
+  await holder.query('BEGIN');
+  await holder.query('SELECT 1');
+  expect(await backends(u.name)).toBe(1);
+  const started = Date.now();
+  expect((await other.query('SELECT 2 AS n')).rows).toEqual([{ n: 2 }]);
+  expect(Date.now() - started).toBeGreaterThanOrEqual(GROW_AFTER_MS - 50);
+  expect(await backends(u.name)).toBe(2);
+  await holder.query('COMMIT');
+  await Promise.all([holder.end(), other.end()]);
+});
+
+it('clients that all keep their backends busy get one each, side by side, once they have waited', async () => {
+  const u = await svc.user('busy');
+  const cs = await Promise.all(Array.from({ length: 10 }, () => connect(u)));
+  const running = cs.map((c) => c.query('SELECT pg_sleep(1.5)'));
+  const active = async () =>
+    (await svc.control.admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND state = 'active'", [u.name])).rows[0]!.n;
+  await expect.poll(active, { timeout: 5_000, interval: 20 }).toBe(10);
+  await Promise.all(running);
+  await Promise.all(cs.map((c) => c.end()));
+});
