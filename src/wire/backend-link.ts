@@ -95,6 +95,32 @@ export class BackendLink {
     return sent;
   }
 
+  /**
+   * The client left: the backend goes back. With `owed` answers still to come it is settled and
+   * reused when `settleOwed` (closed if a transaction is open); otherwise the statement running is
+   * cancelled (nobody is left to read its answer) and the backend closed at once, which frees its
+   * place in the pool soonest. `clean`: the client left nothing open there.
+   */
+  finish(owed: number, settleOwed: boolean, inBatch: boolean, clean: boolean): void {
+    this.finished = true;
+    const link = this.detach();
+    if (link === undefined) return;
+    const upstream = link.session;
+    const alive = !upstream.socket.destroyed;
+    if (settleOwed && alive && owed > 0) {
+      void settle(upstream, owed, inBatch).then((ok) => this.giveBack(link, this.returnHow(link, ok, true)));
+      return;
+    }
+    if (alive && owed > 0) void cancelUpstream(upstream);
+    this.giveBack(link, this.returnHow(link, clean && alive && owed === 0));
+  }
+
+  private returnHow(link: Link, clean: boolean, unread = false): Return {
+    const backend = link.backend;
+    if (this.opts.pooling === undefined || backend === undefined) return clean ? 'keep' : 'close';
+    return this.opts.pooling.returnHow(backend, clean, unread);
+  }
+
   /** Gives a detached backend back, once a cancel sent to it (if any) has arrived and been taken in. */
   giveBack(link: Link, how: Return): void {
     if (link.cancelling === undefined || how === 'close') return this.opts.release(link.session, how);

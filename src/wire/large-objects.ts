@@ -57,3 +57,10 @@ export function loadLargeObjectFunctions(query: (sql: string) => Promise<{ rows:
     },
   };
 }
+
+/** Throws the client's error for a FunctionCall that may not go upstream: inside an extended batch, with no functions known, or calling another. */
+export function checkFunctionCall(functions: LargeObjectFunctions | undefined, frame: Buffer, inBatch: boolean): void {
+  if (inBatch) throw new PgError(SqlState.FeatureNotSupported, 'a function call cannot come inside an extended-protocol batch', { hint: 'send Sync first' });
+  if (functions === undefined) throw new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' });
+  functions.call(frame);
+}

@@ -14,7 +14,7 @@
  * name), out of any user's reach: user channels are always "<user>/…".
  */
 import { createHash } from 'node:crypto';
-import { clientChannel, SENDERS_PREFIX } from '../policy/index.js';
+import { clientChannel, SENDERS_PREFIX, type Decision } from '../policy/index.js';
 import { BackendCode } from '../protocol/index.js';
 import { Cursor } from '../protocol/cursor.js';
 import { cstringSize, Writer } from '../protocol/writer.js';
@@ -23,7 +23,6 @@ import { cstringSize, Writer } from '../protocol/writer.js';
 export function sendersChannel(user: string): string {
   return `${SENDERS_PREFIX}${createHash('sha256').update(user).digest('hex').slice(0, 16)}`;
 }
-
 
 /** An announcement's payload: the backend, then the client it serves. */
 export function announcement(backend: number, client: number): string {
@@ -78,4 +77,22 @@ export function notificationForClient(frame: Buffer, user: string, listenedAs: R
   if (shown === channel && pid === sender) return frame;
   const size = 4 + cstringSize(shown, 'channel') + cstringSize(payload, 'payload');
   return Writer.typed(BackendCode.NotificationResponse, size).int32(pid).cstring(shown).cstring(payload).done();
+}
+
+/** One client's side of notifications: the channels it listened to by their "<user>/…" name, shown by it. */
+export class ClientNotifications {
+  private readonly listenedAs = new Set<string>();
+
+  constructor(private readonly user: string) {}
+
+  /** Notes the channels a decision listens to (passes it on unchanged). */
+  readonly noteListens = (d: Decision): Decision => {
+    if ((d.kind === 'allow' || d.kind === 'rewrite') && d.listens !== undefined) for (const c of d.listens) this.listenedAs.add(c);
+    return d;
+  };
+
+  /** The frame as the client should see it (see notificationForClient); `own` is the backend serving it now. */
+  forClient(frame: Buffer, senders: Senders | undefined, own: number | undefined): Buffer | undefined {
+    return notificationForClient(frame, this.user, this.listenedAs, senders === undefined ? undefined : { senders, own });
+  }
 }

@@ -10,12 +10,13 @@
  * proxy's (`Internal` entries of the relay's queue): the client sees only its own.
  */
 import type { SessionEffect } from '../policy/index.js';
-import { UTF8_TEXT, buildParameterStatus, buildQuery, clientText, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
+import { FrontendCode, UTF8_TEXT, buildParameterStatus, buildQuery, clientText, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
 import { settingReplays, stateChecks } from '../observe/metrics.js';
 import { BackendState, checkSql, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
-import { PreparedStatements } from './prepared.js';
+import { PreparedStatements, type Sent } from './prepared.js';
+import type { Pending } from './answers.js';
 import { literal, settingsDiff } from './session-settings.js';
 import { announcement, Senders } from './notifications.js';
 import { quoteIdent } from '../policy/names.js';
@@ -71,6 +72,8 @@ export class Pooling {
   /** The backend ran another client since this one: its sequence state (currval) is that client's. */
   private foreignSequences = false;
   private knownSenders: Senders | undefined;
+  /** What the portals bound in the batch being sent run (their statements' effects). */
+  private readonly portals = new Map<string, Step | undefined>();
 
   constructor(
     readonly client: ClientState,
@@ -91,6 +94,32 @@ export class Pooling {
 
   acquire(): Promise<UpstreamSession> {
     return this.deps.acquire(this.last);
+  }
+
+  /**
+   * Bind, Describe, Execute or Close of an extended batch on `backend`: what to send for it (the
+   * statements it names mapped to the backend's, prepared again where it lacks them), or
+   * undefined to send it as it came. An Execute notes in `batch` what its portal's statement does.
+   */
+  batchMessage(backend: BackendState, code: number, frame: Buffer, batch: Pending): readonly Sent[] | undefined {
+    if (code === FrontendCode.Execute) {
+      (batch.steps ??= []).push(this.portals.size === 0 ? undefined : this.portals.get(portalName(frame)));
+      return undefined;
+    }
+    if (code === FrontendCode.Close) return this.statements.close(backend, frame);
+    if (code !== FrontendCode.Bind && code !== FrontendCode.Describe) return undefined;
+    const used = this.statements.use(backend, code, frame);
+    if (code === FrontendCode.Bind) {
+      const effects = used.statement?.effects;
+      if (effects !== undefined && effects.length > 0) this.portals.set(portalName(frame), { effects, text: used.statement!.text });
+      else if (this.portals.size > 0) this.portals.delete(portalName(frame));
+    }
+    return used.sent;
+  }
+
+  /** The extended batch ended (its Sync): its portals are gone. */
+  batchEnded(): void {
+    if (this.portals.size > 0) this.portals.clear();
   }
 
   /** The client now holds `session`. */
@@ -265,6 +294,11 @@ export class Pooling {
 /** The SQL that tells the user's listeners which client `backend` serves (0: none that notifies). */
 function announce(channel: string, backend: number, client: number): string {
   return `SELECT pg_catalog.pg_notify(${literal(channel)}, ${literal(announcement(backend, client))})`;
+}
+
+/** The portal a Bind or Execute names (its first field). */
+function portalName(frame: Buffer): string {
+  return frame.toString('utf8', 5, frame.indexOf(0, 5));
 }
 
 function errorText(frame: Buffer): string {

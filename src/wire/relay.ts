@@ -12,30 +12,31 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { misread, type Decision, type Policy, type Session, type SessionChange, type SessionEffect } from '../policy/index.js';
+import type { Decision, Policy, Session, SessionChange, SessionEffect } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type ClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
+import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
-import { notificationForClient, type Senders } from './notifications.js';
+import { ClientNotifications } from './notifications.js';
 import { Run } from './run.js';
-import { cancelUpstream, settle, type UpstreamSession } from '../upstream/session.js';
+import type { UpstreamSession } from '../upstream/session.js';
 import type { Return } from '../upstream/session-pool.js';
 import type { AuditEvent, AuditOrigin } from '../control/audit.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 import type { Prepared } from './client-state.js';
 import { AnswerMeter } from './metering.js';
-import type { Internal, Pooling, Step } from './pooling.js';
+import type { Internal, Pooling } from './pooling.js';
 import type { Sent } from './prepared.js';
 import { standIn } from './stand-in.js';
 import { Answers, pending, type AnswersHost, type Pending } from './answers.js';
-import { BackendLink, type Link } from './backend-link.js';
+import { BackendLink } from './backend-link.js';
 import { Backpressure } from './backpressure.js';
 import { runHandled } from './handled.js';
 import { LargeMessageGate, type MessageBudget } from './large-messages.js';
-import type { LargeObjectFunctions } from './large-objects.js';
-import { mayChangeReading, TextOf, UNREADABLE } from './reading.js';
+import { checkFunctionCall, type LargeObjectFunctions } from './large-objects.js';
+import { ClientReading } from './reading.js';
+import { Hold } from './hold.js';
 
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
@@ -71,19 +72,11 @@ export class Relay {
   /** The extended batch being sent: its entry is queued from its first message, completed by the ReadyForQuery after its Sync. */
   private batch: Pending | undefined;
   private discarding = false;
-  /**
-   * Work the client's stream waits for: a decision in flight (large statement parsed off-thread,
-   * rights being loaded, a handled statement), or a backend awaited. Counted, because applying a
-   * decision may start waiting for a backend: the stream resumes when both are done.
-   */
-  private blocks = 0;
-  private get blocked(): boolean {
-    return this.blocks > 0;
-  }
-  /** The work the stream is blocked on, while it lasts (a large message's budget goes back when it settles). */
-  private blocking: Promise<void> | undefined;
+  /** The client's stream, held back while the relay waits (hold.ts). */
+  private readonly hold: Hold;
   private readonly gate: LargeMessageGate | undefined;
-  private readonly backlog: Frame[] = [];
+  private readonly readings: ClientReading;
+  private readonly notifications: ClientNotifications;
   private finished = false;
   private upstreamFatal = false;
   /** The backend serving the client now, if any. */
@@ -94,8 +87,6 @@ export class Relay {
   private readonly meter: ReturnType<ControlPlane['usage']['meter']>;
   private batchSql: string | undefined;
   private readonly pooling: Pooling | undefined;
-  /** Pooling: what the portals bound in this batch run (their statements' effects). */
-  private readonly portals = new Map<string, Step | undefined>();
 
   constructor(
     private readonly client: Socket,
@@ -109,6 +100,21 @@ export class Relay {
     this.meter = deps.control.usage.meter(principal.user);
     this.gate = deps.largeMessages === undefined ? undefined : new LargeMessageGate(deps.largeMessages, clientReader);
     this.pooling = deps.pooling;
+    // The settings the next statement is read with: as the client was last told them (pooling),
+    // as its backend reported them (session mode), or as it was greeted before it has one.
+    this.readings = new ClientReading(() => this.pooling?.client.reported ?? this.backend.link?.session.reading ?? this.deps.greeting);
+    this.notifications = new ClientNotifications(principal.user);
+    this.hold = new Hold(client, {
+      replay: (code, frame) => this.onClientFrame(code, frame),
+      failed: (err) => this.refuse(this.toClientError(err)),
+      fatal: (err) => this.fatal(err),
+      replayed: () => {
+        this.backend.toUpstream.flush();
+        if (this.closing) this.closeIfIdle();
+      },
+      resumed: () => this.maybeRelease(),
+      finished: () => this.finished,
+    });
     const meter = new AnswerMeter(this.meter, (target) => this.audit({ action: 'ddl', target, sql: this.answers.headSql }));
     this.answers = new Answers(this.toClient, this.answersHost(), meter);
     this.backend = new BackendLink({
@@ -138,12 +144,12 @@ export class Relay {
         if (!p.failed) this.apply(p.changes);
       },
       explain: (error: PgError, sql: string) => this.deps.control.explainErrorNow(error, sql),
-      notification: (frame: Buffer) => notificationForClient(frame, this.principal.user, this.listenedAs, this.senders()),
+      notification: (frame: Buffer) => this.notifications.forClient(frame, this.pooling?.senders, this.backend.link?.session.processId),
       upstreamFatal: () => void (this.upstreamFatal = true),
       answered: () => {
         if (this.closing) this.closeIfIdle();
       },
-      text: () => this.text(),
+      text: () => this.readings.text(),
     };
   }
 
@@ -170,7 +176,7 @@ export class Relay {
 
   /** Whether a request of the client is in flight (sent upstream, or being decided or handled). */
   get busy(): boolean {
-    return this.answers.length > 0 || this.blocked;
+    return this.answers.length > 0 || this.hold.held;
   }
 
   /** Why the client keeps its backend between transactions now (empty when it does not). */
@@ -196,21 +202,21 @@ export class Relay {
   }
 
   private closeIfIdle(): void {
-    if (this.closing && this.answers.length === 0 && this.answers.status === 'I' && !this.blocked) this.terminate(this.closing);
+    if (this.closing && this.answers.length === 0 && this.answers.status === 'I' && !this.hold.held) this.terminate(this.closing);
   }
 
   // ── backends ────────────────────────────────────────────────────────────────────────
 
   /**
    * Whether a backend serves the client, attaching one now if an idle one is at hand. Otherwise
-   * `frame` waits at the head of the backlog until one is: the caller stops. At the head, because
-   * every frame in the backlog came after it (it was decided while they waited, or taken from the
-   * head of the backlog itself).
+   * `frame` is held, first, until one is: the caller stops.
    */
   private ready(code: number, frame: Buffer): boolean {
     if (this.backend.takeNow()) return true;
-    this.backlog.unshift({ code, frame });
-    this.block(this.backend.take().catch((err: unknown) => this.fatal(err)));
+    this.hold.until(
+      this.backend.take().catch((err: unknown) => this.fatal(err)),
+      { code, frame },
+    );
     return false;
   }
 
@@ -221,7 +227,7 @@ export class Relay {
   private maybeRelease(): void {
     const { pooling } = this;
     const link = this.backend.link;
-    if (pooling === undefined || link === undefined || this.answers.length > 0 || this.answers.status !== 'I' || this.batch !== undefined || this.blocked || this.finished || this.closing) return;
+    if (pooling === undefined || link === undefined || this.answers.length > 0 || this.answers.status !== 'I' || this.batch !== undefined || this.hold.held || this.finished || this.closing) return;
     const next = pooling.afterTransaction(link.backend!);
     if (next === 'keep') return;
     if (next !== 'release') {
@@ -240,8 +246,8 @@ export class Relay {
     try {
       this.clientReader.push(chunk, this.onClientFrame);
       this.backend.toUpstream.flush();
-      const wait = this.gate?.afterChunk(this.blocking);
-      if (wait !== undefined) this.block(wait);
+      const wait = this.gate?.afterChunk(this.hold.current);
+      if (wait !== undefined) this.hold.until(wait);
     } catch (err: unknown) {
       this.fatal(err);
     }
@@ -249,10 +255,7 @@ export class Relay {
 
   private readonly onClientFrame = (code: number, frame: Buffer): void => {
     if (this.finished) return;
-    if (this.blocked) {
-      this.backlog.push({ code, frame });
-      return;
-    }
+    if (this.hold.held) return this.hold.push(code, frame);
     switch (code) {
       case FrontendCode.Query:
         return this.onQuery(frame);
@@ -280,109 +283,35 @@ export class Relay {
     }
   };
 
-  /** The decision on `sql`: at once on the hot path (rights and analysis cached), else a Promise the stream blocks on. */
+  /** The decision on `sql`: at once on the hot path (rights and analysis cached), else a Promise the stream is held for. */
   private decide(sql: string): Decision | Promise<Decision> {
-    const reading = this.reading();
-    if (reading !== undefined && this.text() === UNREADABLE) {
-      const misreading = misread(sql, reading);
-      if (misreading) return misreading;
-    }
-    // With standard_conforming_strings off, '…' strings are read as Postgres reads them so.
-    const session = reading?.get('standard_conforming_strings') === 'off' ? { ...this.session, standardConformingStrings: false } : this.session;
+    const misreading = this.readings.misread(sql);
+    if (misreading) return misreading;
+    const session = this.readings.session(this.session);
     const rights = this.deps.control.peekRights(this.principal.user);
+    const { noteListens } = this.notifications;
     const d = rights ? this.deps.policy.decide(sql, rights, session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, session));
-    return d instanceof Promise ? d.then(this.noteListens) : this.noteListens(d);
-  }
-
-  /**
-   * The settings the client's next statement is read with (client_encoding,
-   * standard_conforming_strings): as the client was last told them (pooling), as its backend
-   * reported them (session mode), or as it was greeted before it has one.
-   */
-  private reading(): ReadonlyMap<string, string> | undefined {
-    return this.pooling?.client.reported ?? this.backend.link?.session.reading ?? this.deps.greeting;
-  }
-
-  private readonly texts = new TextOf();
-  /** The client's text: its client_encoding (see TextOf). */
-  text(): ClientText {
-    return this.texts.of(this.reading()?.get('client_encoding'));
+    return d instanceof Promise ? d.then(noteListens) : noteListens(d);
   }
 
   /** A message the proxy built (in UTF-8), in the client's encoding: for its backend, which reads that, or for the client. */
   private inClientText(frame: Buffer): Buffer {
-    return inClientText(frame, this.text());
+    return inClientText(frame, this.readings.text());
   }
 
-  /** Pooling: who sent the client's notifications, and the backend serving it now (see notifications.ts). */
-  private senders(): { senders: Senders; own: number | undefined } | undefined {
-    const senders = this.pooling?.senders;
-    return senders === undefined ? undefined : { senders, own: this.backend.link?.session.processId };
+  /** Whether a message that carries a statement must wait for a change of the reading settings in flight (see ClientReading.check): then it is held. */
+  private awaitReading(code: number, frame: Buffer): 'wait' | 'go' | PgError {
+    const check = this.readings.check(this.batch, this.answers.length);
+    if (check === 'wait') this.hold.until(this.answers.drained(), { code, frame });
+    return check;
   }
-
-  /** Channels LISTENed to by their "<user>/…" name, shown by it (see notifications.ts). */
-  private readonly listenedAs = new Set<string>();
-  private readonly noteListens = (d: Decision): Decision => {
-    if ((d.kind === 'allow' || d.kind === 'rewrite') && d.listens !== undefined) for (const c of d.listens) this.listenedAs.add(c);
-    return d;
-  };
-
-  /** Holds the client's frames back until `work` (and any work it started) is done: they wait in `backlog`. */
-  private block(work: Promise<void>): void {
-    this.blocks++;
-    this.client.pause();
-    const done = work
-      .catch((err: unknown) => this.finished || this.refuse(this.toClientError(err)))
-      .then(() => {
-        if (this.finished) return; // the client left: what it sent after is not run
-        if (--this.blocks > 0) return; // work it started goes on: the stream resumes when that is done
-        while (!this.blocked && this.backlog.length > 0) {
-          const f = this.backlog.shift()!;
-          this.onClientFrame(f.code, f.frame);
-        }
-        this.backend.toUpstream.flush();
-        if (this.closing) this.closeIfIdle();
-        if (!this.blocked && !this.finished) {
-          this.client.resume();
-          this.maybeRelease();
-        }
-      })
-      .catch((err: unknown) => this.fatal(err));
-    this.blocking = done;
-    void done.then(() => {
-      if (this.blocking === done) this.blocking = undefined;
-    });
-  }
-
-  /**
-   * Whether a message that carries a statement must wait: a request in flight may change how
-   * Postgres reads it (see `mayChangeReading`), so it is read once that one is answered. Inside
-   * the extended batch that made the change, waiting would wait for ever (nothing is answered
-   * before Sync): `refuse` instead.
-   */
-  private awaitReading(code: number, frame: Buffer): 'wait' | 'refuse' | 'go' {
-    if (this.readingBatch !== undefined && this.readingBatch === this.batch) return 'refuse';
-    if (!this.readingInFlight) return 'go';
-    if (this.answers.length === 0) {
-      this.readingInFlight = false;
-      return 'go';
-    }
-    this.backlog.unshift({ code, frame }); // at the head, as in `ready`: everything in the backlog came after it
-    this.block(this.answers.drained());
-    return 'wait';
-  }
-
-  /** A request that may change the reading settings is in flight (see `awaitReading`). */
-  private readingInFlight = false;
-  /** The extended batch that may change them, while it lasts. */
-  private readingBatch: Pending | undefined;
 
   private onQuery(frame: Buffer): void {
     if (this.discarding) return; // as Postgres: after an error in a batch, everything up to Sync is ignored
     if (this.awaitReading(FrontendCode.Query, frame) === 'wait') return;
     let sql: string;
     try {
-      sql = decodeQuery(fromClientText(frame, this.text()));
+      sql = decodeQuery(fromClientText(frame, this.readings.text()));
     } catch (err: unknown) {
       return this.refuse(this.statementError(err)); // bytes that are no text (22021): a statement error, as in Postgres
     }
@@ -393,7 +322,7 @@ export class Relay {
 
   /** Applies a decision made off the hot path, unless the client has left meanwhile. */
   private later(d: Promise<Decision>, apply: (d: Decision) => void): void {
-    this.block(
+    this.hold.until(
       d.then((decided) => {
         if (!this.finished) apply(decided);
       }),
@@ -407,7 +336,7 @@ export class Relay {
         if (!this.ready(FrontendCode.Query, frame)) return; // decided again once a backend serves the client
         decisions.wire[d.kind].value++;
         this.beforeRequest(d.effects, true);
-        if (mayChangeReading(d.effects) !== false) this.readingInFlight = true;
+        this.readings.sent(d.effects);
         if (d.kind === 'allow') this.backend.toUpstream.add(frame);
         else this.backend.toUpstream.write(this.inClientText(buildQuery(d.sql)));
         const p = pending(d.changes, sql);
@@ -424,7 +353,7 @@ export class Relay {
         return this.refuse(d.error, d.refusedAt === undefined ? '' : sql.slice(0, d.refusedAt), 'policy', frame);
       case 'handled':
         decisions.wire.handled.value++;
-        return this.block(
+        return this.hold.until(
           this.answers.drained().then(async () => {
             const done = await runHandled(d, this.principal.user, sql, this.answers.status, this.deps.control, (e) => this.audit(e));
             this.meter.statements += done.length;
@@ -449,9 +378,7 @@ export class Relay {
   private onFunctionCall(frame: Buffer): void {
     if (this.discarding) return;
     try {
-      if (this.batch !== undefined) throw new PgError(SqlState.FeatureNotSupported, 'a function call cannot come inside an extended-protocol batch', { hint: 'send Sync first' });
-      if (this.deps.largeObjects === undefined) throw new PgError(SqlState.FeatureNotSupported, 'the function call protocol message is not supported', { hint: 'call the function in a SELECT' });
-      this.deps.largeObjects.call(frame);
+      checkFunctionCall(this.deps.largeObjects, frame, this.batch !== undefined);
     } catch (err: unknown) {
       return this.refuse(this.statementError(err));
     }
@@ -465,12 +392,10 @@ export class Relay {
     if (this.discarding) return;
     const reading = this.awaitReading(FrontendCode.Parse, frame);
     if (reading === 'wait') return;
-    if (reading === 'refuse') {
-      return this.denyBatch(new PgError(SqlState.FeatureNotSupported, 'a statement after one that changes client_encoding or standard_conforming_strings must come after its Sync', { hint: 'send Sync after the statement that changes the setting, then the next one' }));
-    }
+    if (reading !== 'go') return this.denyBatch(reading);
     let parse: ParseMessage;
     try {
-      parse = decodeParse(fromClientText(frame, this.text()));
+      parse = decodeParse(fromClientText(frame, this.readings.text()));
     } catch (err: unknown) {
       return this.denyBatch(this.statementError(err));
     }
@@ -488,11 +413,7 @@ export class Relay {
       case 'rewrite': {
         const batch = this.startBatch(d.effects?.[0]);
         if (d.changes.length) batch.changes = [...batch.changes, ...d.changes];
-        const reading = mayChangeReading(d.effects);
-        if (reading !== false) this.readingInFlight = true;
-        // Inside the batch only a change it surely makes refuses what follows (code out of sight
-        // rarely changes the reading, and batches of function calls are common).
-        if (reading === 'surely') this.readingBatch = batch;
+        this.readings.sent(d.effects, batch);
         const sql = d.kind === 'allow' ? parse.sql : d.sql;
         if (this.pooling === undefined) return d.kind === 'allow' ? this.backend.toUpstream.add(frame) : this.backend.toUpstream.write(this.inClientText(buildParse(parse.name, sql, parse.paramTypes)));
         const sent = this.pooling.statements.parse(this.backend.link!.backend!, parse, sql, d.effects?.[0] ?? [], frame);
@@ -516,22 +437,9 @@ export class Relay {
   private onBatchMessage(code: number, frame: Buffer): void {
     const pooling = this.pooling;
     const batch = this.startBatch(this.batch === undefined && code === FrontendCode.Bind ? pooling?.statements.effectsOf(frame) : undefined);
-    if (pooling === undefined) return this.backend.toUpstream.add(frame);
-    const backend = this.backend.link!.backend!;
-    if (code === FrontendCode.Execute) {
-      (batch.steps ??= []).push(this.portals.size === 0 ? undefined : this.portals.get(frame.toString('utf8', 5, frame.indexOf(0, 5))));
-      return this.backend.toUpstream.add(frame);
-    }
-    if (code === FrontendCode.Close) return this.send(pooling.statements.close(backend, frame), frame);
-    if (code !== FrontendCode.Bind && code !== FrontendCode.Describe) return this.backend.toUpstream.add(frame);
-    const used = pooling.statements.use(backend, code, frame);
-    if (code === FrontendCode.Bind) {
-      const portal = frame.toString('utf8', 5, frame.indexOf(0, 5));
-      const effects = used.statement?.effects;
-      if (effects !== undefined && effects.length > 0) this.portals.set(portal, { effects, text: used.statement!.text });
-      else if (this.portals.size > 0) this.portals.delete(portal);
-    }
-    this.send(used.sent, frame);
+    const sent = pooling?.batchMessage(this.backend.link!.backend!, code, frame, batch);
+    if (sent === undefined) return this.backend.toUpstream.add(frame);
+    this.send(sent, frame);
   }
 
   /** Writes what pooling says to send for a client's message (`frame`: its own bytes, sent as they came). */
@@ -598,9 +506,9 @@ export class Relay {
       return;
     }
     this.batchSql = undefined;
-    this.readingBatch = undefined;
+    this.readings.batchEnded();
     this.discarding = false;
-    if (this.portals.size > 0) this.portals.clear();
+    this.pooling?.batchEnded();
   }
 
   /**
@@ -713,44 +621,24 @@ export class Relay {
   }
 
   /**
-   * Detaches from both sockets. The backend is reusable only if nothing is in flight; a statement
-   * still running is cancelled (nobody is left to read its answer) and the backend closed, so it
-   * is released at once whatever the client left behind. With `settleUpstream` (the client was
-   * closed at the send timeout) the backend is settled and reused instead.
+   * Detaches from both sockets and gives the backend back (see BackendLink.finish): with
+   * `settleUpstream` (the client was closed at the send timeout) what it owes is settled and the
+   * backend reused.
    */
   private end(clientLeft: boolean, settleUpstream = false): void {
     if (this.finished) return;
     this.finished = true;
-    this.gate?.close(this.blocking);
+    this.gate?.close(this.hold.current);
     this.meter.close();
     this.toClient.flush();
     this.client.off('data', this.onClientData);
-    this.backlog.length = 0;
+    this.hold.clear();
     if (!this.client.destroyed) this.client.end();
     this.backpressure.stop();
-    this.backend.finished = true;
-    const link = this.backend.detach();
-    this.onEnd();
-    if (link === undefined) return;
-    const upstream = link.session;
     // Held for a slow client (see Backpressure): whoever takes the session next, in this tick, reads it again.
-    if (this.backpressure.holding) upstream.socket.resume();
-    const alive = !upstream.socket.destroyed;
-    const owed = this.answers.owed;
-    if (settleUpstream && alive && !this.blocked && !this.upstreamFatal && owed > 0) {
-      // Closed at the send timeout with work in flight: the session is brought back to idle and
-      // reused (closed if a transaction is open). A client that leaves by itself has its session
-      // closed at once instead, which frees its place in the pool soonest.
-      void settle(upstream, owed, this.batch !== undefined).then((ok) => this.backend.giveBack(link, this.returnHow(link, ok, true)));
-      return;
-    }
-    if (alive && owed > 0) void cancelUpstream(upstream);
-    const clean = clientLeft && alive && owed === 0 && !this.blocked && this.answers.status === 'I';
-    this.backend.giveBack(link, this.returnHow(link, clean));
-  }
-
-  private returnHow(link: Link, clean: boolean, unread = false): Return {
-    if (this.pooling === undefined || link.backend === undefined) return clean ? 'keep' : 'close';
-    return this.pooling.returnHow(link.backend, clean, unread);
+    if (this.backpressure.holding) this.backend.link?.session.socket.resume();
+    const settle = settleUpstream && !this.hold.held && !this.upstreamFatal;
+    this.backend.finish(this.answers.owed, settle, this.batch !== undefined, clientLeft && !this.hold.held && this.answers.status === 'I');
+    this.onEnd();
   }
 }
