@@ -103,6 +103,8 @@ export class SessionPool {
   private readonly opening = new Map<string, number>();
   /** Per role, the timer that looks at its line again once its first has waited `growAfterMs`. */
   private readonly growTimers = new Map<string, NodeJS.Timeout>();
+  /** How late (ms) the latest of those looks came: the process's event loop was that busy. */
+  private lateBy = 0;
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
   private readonly greetings = new Map<string, ReadonlyMap<string, string>>();
   private readonly learning = new Map<string, Promise<ReadonlyMap<string, string>>>();
@@ -304,9 +306,12 @@ export class SessionPool {
     if (grow !== undefined) {
       // Sessions in use (or being opened) come back within a transaction's time: the first in
       // line waits that long for one before a session is opened for it. Each who waited that
-      // long gets one (opened side by side): the pool grows as fast as the load needs.
+      // long gets one (opened side by side): the pool grows as fast as the load needs. But a
+      // process whose looks come late (its event loop lags) is held up by its own CPU, not by
+      // backends — another one would only add work to Postgres on the same cores: the pool
+      // grows no further until the process catches up.
       const waited = Date.now() - first.since;
-      if (waited < grow && (this.inUse(role) > 0 || this.opening.has(role))) return this.lookAgain(role, grow - waited);
+      if ((waited < grow || this.lateBy > grow) && (this.inUse(role) > 0 || this.opening.has(role))) return this.lookAgain(role, waited < grow ? grow - waited : grow);
     }
     if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole) return void this.closeIdle(role);
     if (this.budget.take()) return first.open();
@@ -328,8 +333,10 @@ export class SessionPool {
   /** Looks at the role's line again in `ms` (once: a timer armed already stays). */
   private lookAgain(role: string, ms: number): void {
     if (this.growTimers.has(role)) return;
+    const due = Date.now() + ms;
     const timer = setTimeout(() => {
       this.growTimers.delete(role);
+      this.lateBy = Date.now() - due;
       this.makeRoom(role);
     }, ms);
     timer.unref();

@@ -71,3 +71,21 @@ it('clients that all keep their backends busy get one each, side by side, once t
   await Promise.all(running);
   await Promise.all(cs.map((c) => c.end()));
 });
+
+it("a process too busy to look in time (its event loop lags) opens no backend until it catches up: clients wait for its CPU, not for backends", async () => {
+  const u = await svc.user('lagging');
+  const [holder, other] = [await connect(u), await connect(u)];
+  await holder.query('BEGIN');
+  await holder.query('SELECT 1');
+  const started = Date.now();
+  const answer = other.query('SELECT 3 AS n');
+  await new Promise((r) => setTimeout(r, 100)); // it waits in line now; its look is due at 400 ms
+  const busyUntil = Date.now() + 1_000;
+  while (Date.now() < busyUntil); // the service's event loop (this process's) is held up: that look comes 700 ms late
+  expect((await answer).rows).toEqual([{ n: 3 }]);
+  // Not opened at the late look, only at the next one, on time (without the rule: at about 1,100 ms).
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1_100 + GROW_AFTER_MS - 50);
+  expect(await backends(u.name)).toBe(2);
+  await holder.query('COMMIT');
+  await Promise.all([holder.end(), other.end()]);
+});
