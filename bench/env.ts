@@ -36,6 +36,8 @@ export interface BenchEnv {
   repobase: Conn & { httpUrl: string; pid: number; key: string; workers: number };
   /** The same service limited to one process (`workers` 1): what one event loop reaches. */
   single: Conn & { httpUrl: string; pid: number };
+  /** The service as shipped but holding a backend per client (`pgPoolMode` session): what pooling by transaction costs. */
+  session: Conn & { httpUrl: string; pid: number };
   /** The upstream's postmaster: its children are the backends of every target. */
   postgresPid: number;
   pgbouncer: (Conn & { version: string; pid: number }) | { unavailable: string };
@@ -133,9 +135,9 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
     const env = serviceEnv(cluster.adminUrl, join(dir, 'repobase'));
     const secret = env.REPOBASE_SECRET!;
     const key = await createBenchUser(env, bin);
-    const serve = async (workers: string) => {
+    const serve = async (workers: string, more: Record<string, string> = {}) => {
       const [httpPort, wirePort] = [await freePort(), await freePort()];
-      const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
+      const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, ...more, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
       stops.push(service.stop);
       const httpUrl = `http://127.0.0.1:${httpPort}`;
       // The banner comes once every worker serves.
@@ -145,6 +147,7 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
     };
     const shipped = await serve(String(opts.workers ?? 0));
     const single = await serve('1');
+    const inSession = await serve(String(opts.workers ?? 0), { REPOBASE_PG_POOL_MODE: 'session' });
     // Direct and PgBouncer sessions see the same tables unqualified, as repobase's database name does.
     await admin.query(`ALTER ROLE ${USER} SET search_path = "${REPO}"`);
 
@@ -152,6 +155,7 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
     const direct: Conn = { host: '127.0.0.1', port: pgPort, user: USER, password, dbname: 'bench' };
     const repobase = { host: '127.0.0.1', port: shipped.wirePort, user: USER, password: key, dbname: REPO, httpUrl: shipped.httpUrl, pid: shipped.pid, key, workers: shipped.workers };
     const singleConn = { host: '127.0.0.1', port: single.wirePort, user: USER, password: key, dbname: REPO, httpUrl: single.httpUrl, pid: single.pid };
+    const session = { host: '127.0.0.1', port: inSession.wirePort, user: USER, password: key, dbname: REPO, httpUrl: inSession.httpUrl, pid: inSession.pid };
 
     let problem: string | undefined = 'not started for this build';
     if (opts.pgbouncer !== false) {
@@ -173,7 +177,7 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
     }
     const postgresPid = await runningPostmaster(pgDirOf(join(dir, 'upstream')));
     if (postgresPid === undefined) throw new Error('the upstream postmaster is not running');
-    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, single: singleConn, postgresPid, pgbouncer, stop };
+    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, single: singleConn, session, postgresPid, pgbouncer, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

@@ -75,6 +75,8 @@ export async function initPgbench(env: BenchEnv, scale: number): Promise<void> {
 
 /** Name of the reference target: a bare Node relay (bench/bare-relay.ts), the ceiling of any proxy in Node. */
 export const BARE_RELAY = 'bare Node relay';
+/** repobase as shipped but in session mode (a backend per client). */
+export const SESSION_MODE = 'repobase session mode';
 
 /** The wire scenarios through every target; with `ref`, that build's repobase (as shipped and as one process) too. */
 export async function runWire(env: BenchEnv, opts: WireOptions, log: (s: string) => void, ref?: RefEnv): Promise<WireResult[]> {
@@ -96,6 +98,7 @@ function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bare
     ...(ref ? [target(`repobase${ref.suffix}`, ref.env.repobase, ref.env)] : []),
     target('repobase 1 process', env.single, env),
     ...(ref ? [target(`repobase 1 process${ref.suffix}`, ref.env.single, ref.env)] : []),
+    target(SESSION_MODE, env.session, env),
     target(BARE_RELAY, bareRelay, env),
   ];
   // TLS: the bare relay would only pass the direct connection's TLS through.
