@@ -204,10 +204,10 @@ export class SessionPool {
   }
 
   /** The sessions open and not parked: handed out (or being reset). Read by the silence watch. */
-  private handedOut(): UpstreamSession[] {
-    const parked = new Set<UpstreamSession>();
-    for (const list of this.idle.values()) for (const { session } of list) parked.add(session);
-    return [...this.live].filter((s) => !parked.has(s));
+  private handedOut(): Set<UpstreamSession> {
+    const out = new Set(this.live);
+    for (const list of this.idle.values()) for (const { session } of list) out.delete(session);
+    return out;
   }
 
   /** An idle session with exactly these startup parameters (`prefer` if idle), or a new one once there is room. */

@@ -22,7 +22,7 @@ export class SilenceWatch {
   constructor(
     private readonly ms: number,
     /** The sessions handed out right now. */
-    private readonly handedOut: () => Iterable<UpstreamSession>,
+    private readonly handedOut: () => ReadonlySet<UpstreamSession>,
   ) {
     this.timer = setInterval(() => this.look(), Math.max(100, Math.min(1000, ms / 4)));
     this.timer.unref();
@@ -35,7 +35,7 @@ export class SilenceWatch {
 
   private look(): void {
     const now = Date.now();
-    const out = new Set(this.handedOut());
+    const out = this.handedOut();
     for (const session of this.seen.keys()) if (!out.has(session)) this.seen.delete(session);
     for (const session of out) {
       const socket = session.socket;

@@ -140,7 +140,7 @@ export class Pooling {
    */
   before(backend: BackendState, status: TransactionStatus, effects: readonly (readonly SessionEffect[])[] | undefined, query: boolean): Internal[] {
     if (status === 'E') return [];
-    if (effects?.some((list) => list.some((e) => e.kind === 'backend_pid'))) this.client.usesBackendPid();
+    if (hasEffect(effects, 'backend_pid')) this.client.usesBackendPid();
     const jobs: Internal[] = [];
     // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
     // when it gets it, so everything after (the settings, statements prepared again, the client's
@@ -168,15 +168,15 @@ export class Pooling {
       const made = this.statements.beforeQuery(backend, effects, (p) => this.deps.prepareText(p));
       sql.push(...made.sql);
       parses = made.frames;
-      if (this.foreignSequences && effects.some((list) => list.some((e) => e.kind === 'sequence'))) {
+      if (this.foreignSequences && hasEffect(effects, 'sequence')) {
         sql.push(DISCARD_SEQUENCES);
         this.foreignSequences = false;
       }
       // Notifications: a listener hears who sent what; a sender says whom its backend serves.
       const channel = this.deps.sendersChannel;
-      if (effects.some((list) => list.some((e) => e.kind === 'listen'))) sql.push(`LISTEN ${quoteIdent(channel)}`);
+      if (hasEffect(effects, 'listen')) sql.push(`LISTEN ${quoteIdent(channel)}`);
       const pid = this.client.processId;
-      if (pid !== undefined && pid !== backend.announced && effects.some((list) => list.some((e) => e.kind === 'notify'))) {
+      if (pid !== undefined && pid !== backend.announced && hasEffect(effects, 'notify')) {
         sql.push(announce(channel, backend.processId, pid));
         backend.announced = pid;
       }
@@ -289,6 +289,13 @@ export class Pooling {
     }
     return 'keep';
   }
+}
+
+/** Whether a statement of these does something of `kind` (no closures: this runs before every request). */
+function hasEffect(effects: readonly (readonly SessionEffect[])[] | undefined, kind: SessionEffect['kind']): boolean {
+  if (effects === undefined) return false;
+  for (const list of effects) for (const e of list) if (e.kind === kind) return true;
+  return false;
 }
 
 /** The SQL that tells the user's listeners which client `backend` serves (0: none that notifies). */

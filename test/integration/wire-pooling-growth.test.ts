@@ -25,6 +25,14 @@ async function connect(who: { name: string; key: string }): Promise<pg.Client> {
   return c;
 }
 
+/** Two clients of `who`: `holder` keeps the user's one backend in an open transaction. */
+async function oneHeld(who: { name: string; key: string }): Promise<{ holder: pg.Client; other: pg.Client }> {
+  const [holder, other] = [await connect(who), await connect(who)];
+  await holder.query('BEGIN');
+  await holder.query('SELECT 1');
+  return { holder, other };
+}
+
 async function backends(user: string): Promise<number> {
   const { rows } = await svc.control.admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [user]);
   return rows[0]!.n;
@@ -49,9 +57,7 @@ it('a burst of clients with short transactions is served by the backends that co
 
 it('a client that waits for a backend held in a long transaction gets another one after pgPoolGrowAfterMs', async () => {
   const u = await svc.user('long');
-  const [holder, other] = [await connect(u), await connect(u)];
-  await holder.query('BEGIN');
-  await holder.query('SELECT 1');
+  const { holder, other } = await oneHeld(u);
   expect(await backends(u.name)).toBe(1);
   const started = Date.now();
   expect((await other.query('SELECT 2 AS n')).rows).toEqual([{ n: 2 }]);
@@ -74,9 +80,7 @@ it('clients that all keep their backends busy get one each, side by side, once t
 
 it("a process too busy to look in time (its event loop lags) opens no backend until it catches up: clients wait for its CPU, not for backends", async () => {
   const u = await svc.user('lagging');
-  const [holder, other] = [await connect(u), await connect(u)];
-  await holder.query('BEGIN');
-  await holder.query('SELECT 1');
+  const { holder, other } = await oneHeld(u);
   const started = Date.now();
   const answer = other.query('SELECT 3 AS n');
   await new Promise((r) => setTimeout(r, 100)); // it waits in line now; its look is due at 400 ms
