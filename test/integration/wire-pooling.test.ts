@@ -192,6 +192,10 @@ describe('the order of a client\'s messages', () => {
 describe('prepared statements follow each client', () => {
   it('node-postgres named statements of the same and of different texts, interleaved', async () => {
     const cs = await Promise.all([0, 1, 2, 3, 4].map(() => connect()));
+    // Two backends to move between, whatever the pool's growth makes of the rounds' timing: two
+    // clients hold one each at once first.
+    for (const c of cs.slice(0, 2)) await c.query('BEGIN; SELECT 1');
+    for (const c of cs.slice(0, 2)) await c.query('COMMIT');
     for (let round = 0; round < 4; round++) {
       await Promise.all(
         cs.map(async (c, i) => {
