@@ -8,7 +8,7 @@ import { loadModule, parseSync } from 'libpg-query';
 import { hasCitus, prepareCitus } from '../upstream/citus.js';
 import { catalogTableoidSql, catalogViewsSql } from '../policy/catalog-views.js';
 import { catalogWrappersSql } from '../policy/catalog-wrappers.js';
-import { backendPidSql } from '../policy/backend-pid.js';
+import { backendPidSql, clientSignalSql } from '../policy/backend-pid.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -262,6 +262,12 @@ const migrations: Migration[] = [
     name: 'pg_backend_pid() shows a wire client the process id it was given',
     // Pooling by transaction moves a client between backends (src/policy/backend-pid.ts).
     sql: () => backendPidSql(),
+  },
+  {
+    version: 10,
+    name: 'pg_cancel_backend and pg_terminate_backend reach the user\'s other wire clients',
+    // Given another client's process id, the stand-ins ask the front end (src/wire/signals.ts).
+    sql: () => clientSignalSql(),
   },
 ];
 

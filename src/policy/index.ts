@@ -12,7 +12,7 @@ import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 
 export { clientChannel, SENDERS_PREFIX } from './channels.js';
-export { BACKEND_PID_SETTING } from './backend-pid.js';
+export { BACKEND_PID_SETTING, SIGNAL_SQLSTATE } from './backend-pid.js';
 export { errorInOriginal } from './splices.js';
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
 

@@ -16,6 +16,7 @@ import { METERED, type AnswerMeter } from './metering.js';
 import type { Internal, Pooling, Step } from './pooling.js';
 import type { Sent } from './prepared.js';
 import type { Run } from './run.js';
+import { signalOf } from './signals.js';
 import { STAND_IN_BYTES } from './stand-in.js';
 
 /** A client's request sent upstream: a Query, or an extended batch from its first message to its Sync. */
@@ -54,6 +55,8 @@ export interface AnswersHost {
   requestDone(p: Pending): void;
   /** The error in the proxy's words, for a statement whose error it can explain better. */
   explain(error: PgError, sql: string): PgError | undefined;
+  /** A NoticeResponse asking to signal another client (signals.ts): acted on, not passed on. */
+  signal(signal: NonNullable<ReturnType<typeof signalOf>>): void;
   /** A NotificationResponse as the client should see it (undefined: the proxy's own, not passed on). */
   notification(frame: Buffer): Buffer | undefined;
   /** Postgres ended the backend's session (a FATAL came). */
@@ -130,6 +133,11 @@ export class Answers {
         if (shown === undefined) return;
         frame = shown;
         break;
+      }
+      case BackendCode.NoticeResponse: {
+        const signal = signalOf(frame);
+        if (signal === undefined) break;
+        return this.host.signal(signal);
       }
       case BackendCode.ParameterStatus: {
         const { session, backend } = this.host.upstream();

@@ -10,7 +10,9 @@
  *   lives, so no two live processes on the cluster hold the same tag;
  * - `LISTEN`s on `CANCEL_CHANNEL`. A process passes on a cancel with `pg_notify(CANCEL_CHANNEL,
  *   '<process id>:<secret key>')`; every process hears it, the one with that tag checks the
- *   secret in constant time and forwards the cancel upstream, the others ignore it.
+ *   secret in constant time and forwards the cancel upstream, the others ignore it. A signal
+ *   (`pg_terminate_backend` / `pg_cancel_backend` of another client's id) travels as
+ *   `'<kind>:<process id>:<user>'`, and the owner acts only if that user is the client's.
  *
  * Users never hear the channel: a user's channels live upstream as `<user>/…`, and the channel's
  * name has no `/`, so it is outside every user's namespace; names starting with `repobase_` are
@@ -25,7 +27,7 @@
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../shared/logger.js';
-import { MAX_TAG, type CancelPeers } from './cancel.js';
+import { MAX_TAG, type CancelPeers, type SignalKind } from './cancel.js';
 
 /** The channel cancels travel on between processes. No `/`, and `repobase_`: no user's channel can be named so. */
 export const CANCEL_CHANNEL = 'repobase_cancel';
@@ -39,10 +41,15 @@ export interface CancelChannel extends CancelPeers {
 }
 
 const PAYLOAD = /^(\d+):(-?\d+)$/;
+const SIGNAL = /^(cancel|terminate):(\d+):(.+)$/s;
 
-function decode(payload: string): [number, number] | undefined {
-  const m = PAYLOAD.exec(payload);
-  return m ? [Number(m[1]), Number(m[2])] : undefined;
+type Handlers = { cancel: (processId: number, secretKey: number) => void; signal: (kind: SignalKind, processId: number, user: string) => void };
+
+function dispatch(payload: string, handlers: readonly Handlers[]): void {
+  const key = PAYLOAD.exec(payload);
+  if (key) for (const h of handlers) h.cancel(Number(key[1]), Number(key[2]));
+  const signal = SIGNAL.exec(payload);
+  if (signal) for (const h of handlers) h.signal(signal[1] as SignalKind, Number(signal[2]), signal[3]!);
 }
 
 async function tryLock(client: pg.Client, tag: number): Promise<boolean> {
@@ -57,7 +64,7 @@ async function tryLock(client: pg.Client, tag: number): Promise<boolean> {
  */
 export async function openCancelChannel(config: pg.ClientConfig, notifier: Pick<pg.Pool, 'query'>, log: Logger): Promise<CancelChannel> {
   log = log.child({ mod: 'cancel-channel' });
-  const handlers: ((processId: number, secretKey: number) => void)[] = [];
+  const handlers: Handlers[] = [];
   let client: pg.Client | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
@@ -87,8 +94,7 @@ export async function openCancelChannel(config: pg.ClientConfig, notifier: Pick<
     const c = new pg.Client(config);
     c.on('notification', (msg) => {
       if (msg.channel !== CANCEL_CHANNEL || msg.payload === undefined) return;
-      const key = decode(msg.payload);
-      if (key) for (const handler of handlers) handler(...key);
+      dispatch(msg.payload, handlers);
     });
     c.on('error', (err) => {
       log.warn({ err }, 'cancel channel lost its connection: cancels passed on meanwhile are not heard');
@@ -121,6 +127,10 @@ export async function openCancelChannel(config: pg.ClientConfig, notifier: Pick<
     delay = Math.min(delay * 2, 10_000);
   };
 
+  const notify = (payload: string): void => {
+    notifier.query('SELECT pg_notify($1, $2)', [CANCEL_CHANNEL, payload]).catch((err: unknown) => log.warn({ err }, 'cancel not passed on'));
+  };
+
   // An upstream that is down at start-up does not stop the service (see ControlPlane.openWhenReachable): retried.
   await connect().catch((err: unknown) => {
     log.warn({ err }, 'cancel channel cannot connect yet: retrying');
@@ -130,10 +140,9 @@ export async function openCancelChannel(config: pg.ClientConfig, notifier: Pick<
     get tag() {
       return tag;
     },
-    forward: (processId, secretKey) => {
-      notifier.query('SELECT pg_notify($1, $2)', [CANCEL_CHANNEL, `${processId}:${secretKey}`]).catch((err: unknown) => log.warn({ err }, 'cancel not passed on'));
-    },
-    listen: (handler) => void handlers.push(handler),
+    forward: (processId, secretKey) => notify(`${processId}:${secretKey}`),
+    signal: (kind, processId, user) => notify(`${kind}:${processId}:${user}`),
+    listen: (cancel, signal) => void handlers.push({ cancel, signal }),
     close: async () => {
       closed = true;
       if (retry) clearTimeout(retry);

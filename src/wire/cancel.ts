@@ -12,6 +12,11 @@
  * here (or dropped); any other goes to the peers (the cancel channel), where only the process
  * with that tag takes it, and only if the secret matches. Within one instance, workers are peers
  * like any other: one path for all, no second route that could deliver a cancel twice.
+ *
+ * A *signal* is what `pg_cancel_backend` and `pg_terminate_backend` given another client's
+ * process id ask for (see src/policy/backend-pid.ts): it carries no secret, but the name of the
+ * user whose backend asked, and it reaches the client only if that user is the client's, as
+ * Postgres lets a role signal its own sessions. It takes the same path as a cancel.
  */
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import { cancelRequests } from '../observe/metrics.js';
@@ -38,26 +43,44 @@ export interface CancelPeers {
   readonly tag: number;
   /** Passes on a cancel whose tag is not this process's. */
   forward(processId: number, secretKey: number): void;
-  /** Takes the cancels the peers pass on (for any tag: the registry keeps its own). */
-  listen(handler: (processId: number, secretKey: number) => void): void;
+  /** Passes on a signal whose tag is not this process's. */
+  signal(kind: SignalKind, processId: number, user: string): void;
+  /** Takes the cancels and signals the peers pass on (for any tag: the registry keeps its own). */
+  listen(handler: (processId: number, secretKey: number) => void, onSignal: (kind: SignalKind, processId: number, user: string) => void): void;
 }
 
-interface Target {
-  secret: number;
+/** What `pg_cancel_backend` / `pg_terminate_backend` of a client's process id ask for. */
+export type SignalKind = 'cancel' | 'terminate';
+
+/** A live client, as the registry reaches it. */
+export interface Target {
+  /** The user the client logged in as: the only one whose signals reach it. */
+  user: string;
   /** Cancels what the client runs now, on the backend serving it; resolves whether a cancel was sent. */
   cancel: () => Promise<boolean>;
+  /** Ends the client's session as an administrator's command would (57P01). */
+  terminate: () => void;
+}
+
+interface Entry extends Target {
+  secret: number;
 }
 
 export class CancelRegistry {
-  private readonly targets = new Map<number, Target>();
+  private readonly targets = new Map<number, Entry>();
   /** Without peers (a lone process), any tag will do. */
   private readonly ownTag = randomInt(1, MAX_TAG + 1);
   private serial = randomInt(1, MAX_SERIAL);
 
   constructor(private readonly peers?: CancelPeers) {
-    peers?.listen((processId, secretKey) => {
-      if (tagOf(processId) === this.tag) void this.cancelHere(processId, secretKey);
-    });
+    peers?.listen(
+      (processId, secretKey) => {
+        if (tagOf(processId) === this.tag) void this.cancelHere(processId, secretKey);
+      },
+      (kind, processId, user) => {
+        if (tagOf(processId) === this.tag) this.signalHere(kind, processId, user);
+      },
+    );
   }
 
   /** The tag of the process ids given out here. */
@@ -66,7 +89,7 @@ export class CancelRegistry {
   }
 
   /** Registers a client; returns the key to send it. */
-  register(cancel: Target['cancel']): { processId: number; secretKey: number } {
+  register(target: Target): { processId: number; secretKey: number } {
     const tag = this.tag;
     if (!Number.isInteger(tag) || tag < 1 || tag > MAX_TAG) throw new RangeError(`cancel tag ${tag} is outside 1..${MAX_TAG}`);
     let processId: number;
@@ -75,7 +98,7 @@ export class CancelRegistry {
       processId = tag * 2 ** SERIAL_BITS + this.serial;
     } while (this.targets.has(processId));
     const key = { processId, secretKey: randomInt(-(2 ** 31), 2 ** 31) };
-    this.targets.set(processId, { secret: key.secretKey, cancel });
+    this.targets.set(processId, { ...target, secret: key.secretKey });
     return key;
   }
 
@@ -97,6 +120,24 @@ export class CancelRegistry {
     (this.peers ? cancelRequests.peer : cancelRequests.unknown).value++;
     this.peers?.forward(processId, secretKey);
     return Promise.resolve(false);
+  }
+
+  /**
+   * Cancels what the client with `processId` runs, or ends its session, if `user` is the client's
+   * user; here, or by the peers when another process gave out that id. Nothing happens for an
+   * id of nobody's or of another user's client.
+   */
+  signal(kind: SignalKind, processId: number, user: string): void {
+    const tag = tagOf(processId);
+    if (tag === this.tag) this.signalHere(kind, processId, user);
+    else if (tag > 0 && tag <= MAX_TAG) this.peers?.signal(kind, processId, user);
+  }
+
+  private signalHere(kind: SignalKind, processId: number, user: string): void {
+    const target = this.targets.get(processId);
+    if (target?.user !== user) return;
+    if (kind === 'terminate') target.terminate();
+    else void target.cancel();
   }
 
   /** Whether a live client here has this key; the secret compared in constant time. */

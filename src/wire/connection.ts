@@ -253,10 +253,15 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         acquire: () => deps.pool.acquire(role, params),
         release: (s, how) => deps.pool.release(role, pooling === undefined ? params : BASELINE, s, how),
         pooling,
+        signal: (kind, processId) => deps.cancels.signal(kind, processId, role),
       },
       () => deps.cancels.unregister(key.processId),
     );
-    const key = deps.cancels.register(() => relay.cancel());
+    const key = deps.cancels.register({
+      user: role,
+      cancel: () => relay.cancel(),
+      terminate: () => relay.terminate(new PgError(SqlState.AdminShutdown, 'terminating connection due to administrator command')),
+    });
     if (pooling !== undefined) pooling.client.processId = key.processId;
     for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
     socket.write(buildBackendKeyData(key.processId, key.secretKey));

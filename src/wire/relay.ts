@@ -37,6 +37,7 @@ import { LargeMessageGate, type MessageBudget } from './large-messages.js';
 import { checkFunctionCall, type LargeObjectFunctions } from './large-objects.js';
 import { ClientReading } from './reading.js';
 import { Hold } from './hold.js';
+import type { SignalKind } from './cancel.js';
 
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 
@@ -64,6 +65,8 @@ export interface RelayDeps {
   release(session: UpstreamSession, how: Return): void;
   /** Pooling by transaction; undefined in session mode. */
   pooling?: Pooling | undefined;
+  /** Signals another client of the same user, by the process id it was given (signals.ts). */
+  signal?(kind: SignalKind, processId: number): void;
 }
 
 export class Relay {
@@ -143,6 +146,8 @@ export class Relay {
       requestDone: (p: Pending) => {
         if (!p.failed) this.apply(p.changes);
       },
+      // After this answer's frames: the client signalled may be this one (a notice raised by hand).
+      signal: ({ kind, processId }) => queueMicrotask(() => this.deps.signal?.(kind, processId)),
       explain: (error: PgError, sql: string) => this.deps.control.explainErrorNow(error, sql),
       notification: (frame: Buffer) => this.notifications.forClient(frame, this.pooling?.senders, this.backend.link?.session.processId),
       upstreamFatal: () => void (this.upstreamFatal = true),

@@ -1,7 +1,8 @@
 /**
  * Two instances on one cluster, as behind a load balancer: a CancelRequest that reaches the
  * other instance still cancels the statement (through the cancel channel), a wrong secret cancels
- * nothing, and no user hears the channel; and a rolling restart (drain + stop + start of one
+ * nothing, and no user hears the channel; pg_terminate_backend of a client's id on the other
+ * instance ends that client; and a rolling restart (drain + stop + start of one
  * instance, then of the other) under a client that writes all the time and fails over on 57P01
  * or a lost connection loses no acknowledged write and adds none it did not send.
  */
@@ -154,6 +155,31 @@ describe('cancel across instances', () => {
       expect(await outcome).toBe('57014');
     } finally {
       await sleeper.end().catch(() => undefined);
+    }
+  });
+
+  it("pg_terminate_backend on instance B of a client's id from instance A ends that client (the same user's only)", async () => {
+    const [a, b] = instances as [TestService, TestService];
+    const victim = new pg.Client(a.pgOptions(user.name, user.key));
+    const errors: (string | undefined)[] = [];
+    victim.on('error', (e: Error & { code?: string }) => errors.push(e.code));
+    await victim.connect();
+    const other = await instances[0]!.user('instother');
+    const stranger = new pg.Client(b.pgOptions(other.name, other.key));
+    const control = new pg.Client(b.pgOptions(user.name, user.key));
+    await stranger.connect();
+    await control.connect();
+    try {
+      const { processId } = keyOf(victim);
+      await victim.query('SELECT 1');
+      // Another user's try goes across too, and is dropped by the owner.
+      await stranger.query(`SELECT pg_terminate_backend(${processId})`);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await victim.query('SELECT 2 AS n')).rows[0].n).toBe(2);
+      expect((await control.query('SELECT pg_terminate_backend($1) AS t', [processId])).rows[0].t).toBe(true);
+      await expect.poll(() => errors, { timeout: 5_000, interval: 20 }).toContain('57P01');
+    } finally {
+      for (const c of [victim, stranger, control]) await c.end().catch(() => undefined);
     }
   });
 });
