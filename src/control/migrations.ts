@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { escapeIdentifier } from 'pg';
 import { loadModule, parseSync } from 'libpg-query';
 import { hasCitus, prepareCitus } from '../upstream/citus.js';
-import { catalogTableoidSql, catalogViewsSql } from '../policy/catalog-views.js';
+import { catalogStatsSql, catalogTableoidSql, catalogViewsSql } from '../policy/catalog-views.js';
 import { catalogWrappersSql } from '../policy/catalog-wrappers.js';
 import { backendPidSql, clientSignalSql } from '../policy/backend-pid.js';
 import { inTransaction, query, type Queryable } from './db.js';
@@ -268,6 +268,12 @@ const migrations: Migration[] = [
     name: 'pg_cancel_backend and pg_terminate_backend reach the user\'s other wire clients',
     // Given another client's process id, the stand-ins ask the front end (src/wire/signals.ts).
     sql: () => clientSignalSql(),
+  },
+  {
+    version: 11,
+    name: 'planner statistics of the system catalogs are not shown to users',
+    // Their value lists name every tenant's objects (src/policy/catalog-views.ts).
+    sql: () => catalogStatsSql(),
   },
 ];
 

@@ -27,7 +27,8 @@
 // Also `repobase_catalog.pg_notify`, the stand-in that keeps each user's channels their own
 // (`channels.ts`).
 //
-// This list is the content of migrations 6 and 8: a change to it needs a new migration, not an edit.
+// This list is the content of migrations 6 and 8: a change to it needs a new migration too (as 9
+// and 11 are), which brings databases made before it to the same views.
 
 /** The schema holding the filtered pg_catalog relations. */
 export const CATALOG_SCHEMA = 'repobase_catalog';
@@ -40,6 +41,8 @@ const typ = `IN (SELECT oid FROM ${CATALOG_SCHEMA}.pg_type)`;
 const proc = `IN (SELECT oid FROM ${CATALOG_SCHEMA}.pg_proc)`;
 const role = `IN (SELECT ${CATALOG_SCHEMA}.visible_roles())`;
 const nsName = `IN (SELECT ${CATALOG_SCHEMA}.visible_schema_names(pg_catalog.current_schemas(true)))`;
+/** The views of the planner's statistics, by schema name. */
+export const statsViews = ['pg_stats', 'pg_stats_ext', 'pg_stats_ext_exprs'];
 const object = (classid: string, objid: string) => `(${objid} < 16384 OR (${classid}, ${objid}) IN (SELECT classid, objid FROM ${CATALOG_SCHEMA}.visible_objects(pg_catalog.current_schemas(true))))`;
 
 /**
@@ -99,9 +102,9 @@ export const filteredCatalog: ReadonlyMap<string, string> = new Map([
   ['pg_sequences', `schemaname ${nsName}`],
   ['pg_policies', `schemaname ${nsName}`],
   ['pg_rules', `schemaname ${nsName}`],
-  ['pg_stats', `schemaname ${nsName}`],
-  ['pg_stats_ext', `schemaname ${nsName}`],
-  ['pg_stats_ext_exprs', `schemaname ${nsName}`],
+  // The planner's statistics of the system catalogs' columns list values of everybody's rows
+  // (relation names, function source): only those of the user's own world are shown (migration 11).
+  ...statsViews.map((name): [string, string] => [name, `schemaname ${nsName} AND schemaname <> 'pg_catalog'`]),
   ['pg_publication_tables', `schemaname ${nsName}`],
   // Statistics by relation or function.
   ...['all', 'user', 'sys'].flatMap((which): Array<[string, string]> => [
@@ -188,6 +191,14 @@ export function catalogTableoidSql(): string {
     ${viewsSql([...filteredCatalog], { replace: true, tableoid: true })}
 
     ${visibleRolesSql({ replace: true, systemOwners: true })}`;
+}
+
+/** The SQL of migration 11: the statistics views without the system catalogs' value lists. */
+export function catalogStatsSql(): string {
+  return viewsSql(
+    statsViews.map((name): [string, string] => [name, filteredCatalog.get(name)!]),
+    { replace: true, tableoid: false },
+  );
 }
 
 /** The SQL of migration 6: the two schemas, the visibility functions, the views. */

@@ -47,7 +47,8 @@ const probes = [
   'SELECT schemaname, viewname, definition FROM pg_views',
   'SELECT schemaname, indexname, indexdef FROM pg_indexes',
   'SELECT schemaname, sequencename FROM pg_sequences',
-  'SELECT schemaname, tablename, attname FROM pg_stats',
+  'SELECT * FROM pg_stats',
+  'SELECT * FROM pg_stats_ext',
   'SELECT rolname FROM pg_roles',
   'SELECT usename FROM pg_user',
   'SELECT roleid::regrole::text, member::regrole::text FROM pg_auth_members',
@@ -124,6 +125,12 @@ beforeAll(async () => {
   const d = await connect(dave, `${dave.name}/pub`);
   await d.query('CREATE TABLE pubtable (id int)');
   await connect(erin, `${erin.name}/solo`).then((e) => e.query('CREATE TABLE mine (id int)'));
+  // The planner's statistics of the catalogs, as autovacuum makes them: their value lists hold
+  // every user's names and function source.
+  const analyse = new pg.Client({ connectionString: svc.config.upstreamUrl });
+  await analyse.connect();
+  await analyse.query('ANALYZE pg_catalog.pg_class, pg_catalog.pg_proc, pg_catalog.pg_type, pg_catalog.pg_attribute');
+  await analyse.end();
 }, 60_000);
 
 afterAll(async () => {
@@ -149,6 +156,17 @@ describe('a user with collaborations (alice: own repos, bob\'s shared with her)'
       expect(text).toContain('common');
       expect(text).toContain('pg_catalog');
     }
+  });
+
+  it("sees no planner statistics of the system catalogs (their value lists name others' objects)", async () => {
+    const admin = new pg.Client({ connectionString: svc.config.upstreamUrl });
+    await admin.connect();
+    const all = await admin.query("SELECT 1 FROM pg_stats WHERE schemaname = 'pg_catalog' AND tablename = 'pg_class'");
+    await admin.end();
+    expect(all.rowCount).toBeGreaterThan(0);
+    const client = await connect(alice, `${alice.name}/sales`);
+    expect((await client.query("SELECT 1 FROM pg_stats WHERE schemaname = 'pg_catalog'")).rowCount).toBe(0);
+    expect((await client.query("SELECT 1 FROM pg_catalog.pg_stats WHERE tablename = 'pg_proc'")).rowCount).toBe(0);
   });
 
   it('sees the same through REST', async () => {
