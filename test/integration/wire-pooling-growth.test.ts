@@ -2,9 +2,12 @@
  * Pooling by transaction: the pool follows the load, not the number of clients. A client that
  * finds none of its user's backends free waits for one to come back, and another is opened only
  * for a client once it has waited `pgPoolGrowAfterMs`, side by side for clients that all waited.
+ * A client that finds its own backend serving another takes an idle one, and one more is opened
+ * behind its back, so that clients running side by side stop moving between backends.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { backendOf } from '../helpers/backend-of.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const GROW_AFTER_MS = 400;
@@ -41,17 +44,36 @@ async function backends(user: string): Promise<number> {
 it('a burst of clients with short transactions is served by the backends that come back, not a backend each', async () => {
   const u = await svc.user('burst');
   const cs = await Promise.all(Array.from({ length: 12 }, () => connect(u)));
-  for (let round = 0; round < 5; round++) {
-    await Promise.all(
-      cs.map(async (c, i) => {
-        await c.query('BEGIN');
-        expect((await c.query('SELECT $1::int * 2 AS n', [i])).rows).toEqual([{ n: i * 2 }]);
-        await c.query('COMMIT');
-      }),
-    );
-  }
+  await Promise.all(
+    cs.map(async (c, i) => {
+      await c.query('BEGIN');
+      expect((await c.query('SELECT $1::int * 2 AS n', [i])).rows).toEqual([{ n: i * 2 }]);
+      await c.query('COMMIT');
+    }),
+  );
   // Opened only for a client that waited 400 ms: a few at most (12 before).
   expect(await backends(u.name)).toBeLessThanOrEqual(3);
+  await Promise.all(cs.map((c) => c.end()));
+});
+
+it('clients that run side by side end up on backends of their own, opened behind their backs, and stay there', async () => {
+  const u = await svc.user('sidebyside');
+  const cs = await Promise.all(Array.from({ length: 4 }, () => connect(u)));
+  // Three backends (each opened for a client that waited): one fewer than the clients.
+  await Promise.all(cs.slice(0, 3).map((c) => c.query('SELECT pg_sleep(0.6)')));
+  expect(await backends(u.name)).toBe(3);
+  const seen = cs.map(() => new Set<number>());
+  // Each on its own, as pgbench's clients run: a client often finds its own backend serving another.
+  await Promise.all(cs.map(async (c) => { for (let i = 0; i < 300; i++) await c.query('SELECT 1'); }));
+  await Promise.all(
+    cs.map(async (c, i) => {
+      // The backend that ran it (-1: another client's statement ran there meanwhile).
+      for (let n = 0; n < 20; n++) seen[i]!.add(await backendOf(c, svc.control.admin).catch(() => -1));
+    }),
+  );
+  // A client whose backend served another took an idle one and had one more opened for it, one at a time, never waiting.
+  expect(await backends(u.name)).toBeGreaterThanOrEqual(4);
+  expect(seen.map((s) => s.size)).toEqual([1, 1, 1, 1]);
   await Promise.all(cs.map((c) => c.end()));
 });
 
