@@ -44,6 +44,9 @@ export interface WireOptions {
   clients: number;
 }
 
+/** The uncounted pgbench run before each measured one. */
+const WARMUP_SECONDS = 2;
+
 /** pgbench once; on `cpus` only when given. */
 export async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cpus?: readonly number[]): Promise<{ tps: number; latency: number }> {
   const args = [...scenario.args, '-c', String(opts.clients), '-j', '2', '-T', String(opts.seconds), '-n', conninfo(conn, scenario.tls ? 'require' : 'disable')];
@@ -134,6 +137,11 @@ export async function interleave(scenarios: WireScenario[], targetsOf: (s: WireS
     const samples = new Map(use.map((t) => [t.name, { tps: [] as number[], lat: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const t of round % 2 ? [...use].reverse() : use) {
+        // Each target's backends may have closed while the others ran (repobase's after
+        // `upstreamIdleMs`, 30 s): a short run first, not counted, so that no target is measured
+        // while its pool fills (session mode opens a backend per client at once, pooling by
+        // transaction as the load needs them).
+        await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus);
         if (scenario.writes) await resetTables(t.direct);
         const r = await pgbench(t.conn, scenario, opts, cpus);
         samples.get(t.name)!.tps.push(r.tps);
