@@ -44,8 +44,9 @@ export interface WireOptions {
   clients: number;
 }
 
-/** The uncounted pgbench run before each measured one. */
+/** The uncounted pgbench run before each measured one, for runs this long or longer (not the smoke run's). */
 const WARMUP_SECONDS = 2;
+const WARMUP_AFTER_SECONDS = 5;
 
 /** pgbench once; on `cpus` only when given. */
 export async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cpus?: readonly number[]): Promise<{ tps: number; latency: number }> {
@@ -141,7 +142,7 @@ export async function interleave(scenarios: WireScenario[], targetsOf: (s: WireS
         // `upstreamIdleMs`, 30 s): a short run first, not counted, so that no target is measured
         // while its pool fills (session mode opens a backend per client at once, pooling by
         // transaction as the load needs them).
-        await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus);
+        if (opts.seconds >= WARMUP_AFTER_SECONDS) await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus);
         if (scenario.writes) await resetTables(t.direct);
         const r = await pgbench(t.conn, scenario, opts, cpus);
         samples.get(t.name)!.tps.push(r.tps);
