@@ -16,7 +16,7 @@ import { METERED, type AnswerMeter } from './metering.js';
 import type { Internal, Pooling, Step } from './pooling.js';
 import type { Sent } from './prepared.js';
 import type { Run } from './run.js';
-import { signalOf } from './signals.js';
+import { signalOf, type Signal } from './signals.js';
 import { STAND_IN_BYTES } from './stand-in.js';
 
 /** A client's request sent upstream: a Query, or an extended batch from its first message to its Sync. */
@@ -56,7 +56,7 @@ export interface AnswersHost {
   /** The error in the proxy's words, for a statement whose error it can explain better. */
   explain(error: PgError, sql: string): PgError | undefined;
   /** A NoticeResponse asking to signal another client (signals.ts): acted on, not passed on. */
-  signal(signal: NonNullable<ReturnType<typeof signalOf>>): void;
+  signal(signal: Signal): void;
   /** A NotificationResponse as the client should see it (undefined: the proxy's own, not passed on). */
   notification(frame: Buffer): Buffer | undefined;
   /** Postgres ended the backend's session (a FATAL came). */

@@ -14,8 +14,14 @@ import type { SignalKind } from './cancel.js';
 const MARK = Buffer.from(`C${SIGNAL_SQLSTATE}\0`);
 const MESSAGE = /^(cancel|terminate) (\d+)$/;
 
+/** What a client asks for another of its user's clients. */
+export interface Signal {
+  kind: SignalKind;
+  processId: number;
+}
+
 /** The signal a NoticeResponse asks for, if it is one. */
-export function signalOf(frame: Buffer): { kind: SignalKind; processId: number } | undefined {
+export function signalOf(frame: Buffer): Signal | undefined {
   if (!frame.includes(MARK)) return undefined;
   const m = MESSAGE.exec(decodeNoticeResponse(frame).message);
   return m ? { kind: m[1] as SignalKind, processId: Number(m[2]) } : undefined;
