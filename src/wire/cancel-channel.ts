@@ -27,7 +27,7 @@
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../shared/logger.js';
-import { MAX_TAG, type CancelPeers, type SignalKind } from './cancel.js';
+import { MAX_TAG, type CancelPeers, type SignalHandler, type SignalKind } from './cancel.js';
 
 /** The channel cancels travel on between processes. No `/`, and `repobase_`: no user's channel can be named so. */
 export const CANCEL_CHANNEL = 'repobase_cancel';
@@ -43,11 +43,15 @@ export interface CancelChannel extends CancelPeers {
 const PAYLOAD = /^(\d+):(-?\d+)$/;
 const SIGNAL = /^(cancel|terminate):(\d+):(.+)$/s;
 
-type Handlers = { cancel: (processId: number, secretKey: number) => void; signal: (kind: SignalKind, processId: number, user: string) => void };
+type Handlers = { cancel: (processId: number, secretKey: number) => void; signal: SignalHandler };
 
+/** A cancel (`<process id>:<secret key>`) or a signal (`<kind>:<process id>:<user>`) to every handler. */
 function dispatch(payload: string, handlers: readonly Handlers[]): void {
   const key = PAYLOAD.exec(payload);
-  if (key) for (const h of handlers) h.cancel(Number(key[1]), Number(key[2]));
+  if (key) {
+    for (const h of handlers) h.cancel(Number(key[1]), Number(key[2]));
+    return;
+  }
   const signal = SIGNAL.exec(payload);
   if (signal) for (const h of handlers) h.signal(signal[1] as SignalKind, Number(signal[2]), signal[3]!);
 }

@@ -44,13 +44,16 @@ export interface CancelPeers {
   /** Passes on a cancel whose tag is not this process's. */
   forward(processId: number, secretKey: number): void;
   /** Passes on a signal whose tag is not this process's. */
-  signal(kind: SignalKind, processId: number, user: string): void;
+  signal: SignalHandler;
   /** Takes the cancels and signals the peers pass on (for any tag: the registry keeps its own). */
-  listen(handler: (processId: number, secretKey: number) => void, onSignal: (kind: SignalKind, processId: number, user: string) => void): void;
+  listen(handler: (processId: number, secretKey: number) => void, onSignal: SignalHandler): void;
 }
 
 /** What `pg_cancel_backend` / `pg_terminate_backend` of a client's process id ask for. */
 export type SignalKind = 'cancel' | 'terminate';
+
+/** Takes a signal of `user`'s for the client with `processId`. */
+export type SignalHandler = (kind: SignalKind, processId: number, user: string) => void;
 
 /** A live client, as the registry reaches it. */
 export interface Target {
