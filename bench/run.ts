@@ -135,9 +135,9 @@ function ownCoresTable(own: OwnCoresResult): string[] {
   return lines;
 }
 
-function restTable(targets: RestResult['targets']): string[] {
+function restTable(targets: RestResult['targets'], title = 'REST (32 connections)'): string[] {
   return [
-    '| REST (32 connections) | req/s | p50 ms | p99 ms | errors | CPU µs per request: service / Postgres / load generator |',
+    `| ${title} | req/s | p50 ms | p99 ms | errors | CPU µs per request: service / Postgres / load generator |`,
     '|---|---|---|---|---|---|',
     ...Object.entries(targets).map(([n, r]) => `| ${n} | ${fmt(r.rps.median)} | ${fmt(r.p50.median, 1)} | ${fmt(r.p99.median, 1)} | ${r.errors} | ${fmt(r.cpu.service.median)} / ${fmt(r.cpu.postgres.median)} / ${fmt(r.cpu.loadGenerator.median)} |`),
   ];
@@ -261,7 +261,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
   const own = typeof results.wireOwnCores === 'object' ? results.wireOwnCores : undefined;
   const ab = refBuild
     ? abRows(
-        { wire: results.wire, wireOwnCores: own?.results, rest: results.rest?.targets, restOwnCores: typeof results.restOwnCores === 'object' ? results.restOwnCores.targets : undefined, citus: typeof results.citus === 'object' ? results.citus : undefined },
+        { wire: results.wire, wireOwnCores: own?.results, rest: results.rest?.targets, restAtRate: results.rest?.atRate?.targets, restOwnCores: typeof results.restOwnCores === 'object' ? results.restOwnCores.targets : undefined, citus: typeof results.citus === 'object' ? results.citus : undefined },
         refBuild.suffix,
       )
     : [];
@@ -341,6 +341,14 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     '',
     ...(rest ? restTable(rest) : ['REST on shared cores: not run']),
     '',
+    ...(results.rest?.atRate
+      ? [
+          `The same targets at a fixed ${fmt(results.rest.atRate.rate)} req/s (half the slowest one's median above), where each serves the same load: the CPU per request is a request's work, without the contention of saturated cores.`,
+          '',
+          ...restTable(results.rest.atRate.targets, `REST at ${fmt(results.rest.atRate.rate)} req/s`),
+          '',
+        ]
+      : []),
     ...(restOwn
       ? [
           `Routes on cores of their own: autocannon and Postgres on CPU ${restOwn.loadCpus.join(',')}, each route (${restOwn.processes} process${restOwn.processes > 1 ? 'es' : ''}) on CPU ${restOwn.proxyCpus.join(',')}.`,
@@ -383,7 +391,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     ...Object.entries(results)
       .filter(([, r]) => typeof r === 'string' && / failed: /.test(r))
       .map(([name, r]) => `${name}: ${String(r)}`),
-    ...[rest, restOwn?.targets, citus?.rest].flatMap((t) => Object.entries(t ?? {}).filter(([, r]) => r.errors > 0).map(([name, r]) => `REST ${name}: ${r.errors} errors`)),
+    ...[rest, results.rest?.atRate?.targets, restOwn?.targets, citus?.rest].flatMap((t) => Object.entries(t ?? {}).filter(([, r]) => r.errors > 0).map(([name, r]) => `REST ${name}: ${r.errors} errors`)),
     ...(soak?.failures.map((f) => `soak: ${f}`) ?? []),
   ];
   for (const b of broken) log(`FAILED ${b}`);

@@ -24,8 +24,33 @@ export interface RestCpu {
   loadGenerator: Summary;
 }
 
+/** One target's runs: medians and spreads. */
+export interface RestTargetResult {
+  rps: Summary;
+  p50: Summary;
+  p99: Summary;
+  errors: number;
+  cpu: RestCpu;
+}
+
 export interface RestResult {
-  targets: Record<string, { rps: Summary; p50: Summary; p99: Summary; errors: number; cpu: RestCpu }>;
+  targets: Record<string, RestTargetResult>;
+  /**
+   * The same targets again at one fixed rate below saturation (`AT_RATE_SHARE` of the slowest
+   * target's median): there every target serves the same requests per second, so its CPU per
+   * request is the work a request costs, without the preemption and wake-ups of two saturated
+   * cores, which move with the machine's load from one run to the next.
+   */
+  atRate?: { rate: number; targets: Record<string, RestTargetResult> };
+}
+
+/** The fixed rate's share of the slowest target's saturated median. */
+export const AT_RATE_SHARE = 0.5;
+
+/** The fixed rate for targets whose saturated medians are `rps`: a round hundred, at least 100. */
+export function fixedRate(rps: readonly number[]): number {
+  const slowest = Math.min(...rps.filter((r) => Number.isFinite(r) && r > 0));
+  return Number.isFinite(slowest) ? Math.max(100, Math.floor((slowest * AT_RATE_SHARE) / 100) * 100) : 100;
 }
 
 const QUERY = 'SELECT abalance FROM pgbench_accounts WHERE aid = 4242';
@@ -38,9 +63,10 @@ interface Load {
   cpu: { service: number; postgres: number; loadGenerator: number };
 }
 
-async function load(url: string, headers: Record<string, string>, body: string, seconds: number, pids: { service: number; postgres: number }): Promise<Load> {
+/** `seconds` of 32 keep-alive connections, as fast as the target answers or at `rate` requests per second in all. */
+async function load(url: string, headers: Record<string, string>, body: string, seconds: number, pids: { service: number; postgres: number }, rate?: number): Promise<Load> {
   const before = { service: cpuMicrosOf(pids.service), postgres: cpuMicrosOf(pids.postgres), own: process.cpuUsage() };
-  const result = await autocannon({ url, method: 'POST', connections: 32, duration: seconds, headers: { 'content-type': 'application/json', ...headers }, body });
+  const result = await autocannon({ url, method: 'POST', connections: 32, duration: seconds, headers: { 'content-type': 'application/json', ...headers }, body, ...(rate ? { overallRate: rate } : {}) });
   const own = process.cpuUsage(before.own);
   const n = Math.max(1, result.requests.total);
   const cpu = {
@@ -105,13 +131,13 @@ function repobaseTarget(env: BenchEnv, name: string, service: { httpUrl: string;
  * The targets in interleaved rounds, in reverse order every other round (A B C, C B A…: a drift
  * of the machine's load falls on every target alike); medians and spreads per target.
  */
-export async function measure(targets: Target[], opts: RestOptions, log: (s: string) => void, label = ''): Promise<RestResult['targets']> {
+export async function measure(targets: Target[], opts: RestOptions, log: (s: string) => void, label = '', rate?: number): Promise<RestResult['targets']> {
   const samples = new Map(targets.map((t) => [t.name, { runs: [] as Load[], errors: 0 }]));
   // A route started just before (the bare one) runs its first seconds unoptimized: warm every target first, unrecorded.
   if (opts.warmupSeconds > 0) for (const t of targets) await load(t.url, t.headers, t.body, opts.warmupSeconds, { service: t.pid, postgres: t.postgresPid });
   for (let round = 0; round < opts.rounds; round++) {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
-      const r = await load(t.url, t.headers, t.body, opts.seconds, { service: t.pid, postgres: t.postgresPid });
+      const r = await load(t.url, t.headers, t.body, opts.seconds, { service: t.pid, postgres: t.postgresPid }, rate);
       const s = samples.get(t.name)!;
       s.runs.push(r);
       s.errors += r.errors;
@@ -148,7 +174,10 @@ export async function runRest(env: BenchEnv, opts: RestOptions, log: (s: string)
       repobaseTarget(env, 'repobase 1 process', env.single),
       ...(ref ? [repobaseTarget(ref.env, `repobase 1 process${ref.suffix}`, ref.env.single)] : []),
     ];
-    return { targets: await measure(targets, opts, log) };
+    const saturated = await measure(targets, opts, log);
+    const rate = fixedRate(Object.values(saturated).map((t) => t.rps.median));
+    const atRate = await measure(targets, { ...opts, warmupSeconds: 0 }, log, ` at ${rate} req/s`, rate);
+    return { targets: saturated, atRate: { rate, targets: atRate } };
   } finally {
     for (const b of bares) await b.stop();
   }
