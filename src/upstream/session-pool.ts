@@ -26,6 +26,8 @@ import { SilenceWatch } from './silence-watch.js';
 interface Idle {
   session: UpstreamSession;
   since: number;
+  /** Set while the session is lent (see `lend`): tells its holder it is taken from it. */
+  revoke?: (() => void) | undefined;
 }
 
 interface Waiter {
@@ -140,8 +142,11 @@ export class SessionPool {
    * already computed instead of concatenating and hashing a new one per request.
    */
   private readonly keys = new WeakMap<object, Map<string, string>>();
+  private lastKey: { role: string; params: object; key: string } = { role: '', params: {}, key: '' };
 
   private key(role: string, params: Readonly<Record<string, string>>): string {
+    // The same caller asks again and again (a client's every transaction): its key is at hand.
+    if (params === this.lastKey.params && role === this.lastKey.role) return this.lastKey.key;
     let byRole = this.keys.get(params);
     if (byRole === undefined) {
       byRole = new Map();
@@ -153,6 +158,7 @@ export class SessionPool {
       key = role + '\0' + JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
       byRole.set(role, key);
     }
+    this.lastKey = { role, params, key };
     return key;
   }
 
@@ -194,9 +200,11 @@ export class SessionPool {
       else if (!prefer.socket.destroyed) this.growBehind(role, key, params);
     }
     while (list.length > 0) {
-      const { session } = list.splice(i, 1)[0]!;
+      const entry = list.splice(i, 1)[0]!;
+      const session = entry.session;
       i = list.length - 1;
       if (list.length === 0) this.idle.delete(key);
+      entry.revoke?.();
       session.sink = ignore;
       if (!session.socket.destroyed) return session;
       this.forget(role, session);
@@ -376,9 +384,10 @@ export class SessionPool {
       if (!oldest || list[0]!.since < oldest.list[0]!.since) oldest = { key, list };
     }
     if (!oldest) return false;
-    const { session } = oldest.list.shift()!;
+    const entry = oldest.list.shift()!;
     if (oldest.list.length === 0) this.idle.delete(oldest.key);
-    this.destroy(role, session);
+    entry.revoke?.();
+    this.destroy(role, entry.session);
     return true;
   }
 
@@ -397,6 +406,7 @@ export class SessionPool {
     const list = this.idle.get(oldest.key)!;
     list.shift();
     if (list.length === 0) this.idle.delete(oldest.key);
+    oldest.idle.revoke?.();
     this.destroy(roleOf(oldest.key), oldest.idle.session);
   }
 
@@ -412,6 +422,41 @@ export class SessionPool {
     if (ret === 'close' || this.closed || session.socket.destroyed || session.status !== 'I') return this.destroy(role, session);
     if (ret === 'reset' || this.opts.reset === 'eager') return this.discard(role, params, session);
     this.park(role, params, session);
+  }
+
+  /**
+   * Pools a session whose holder keeps it until somebody else needs it (pooling by transaction, a
+   * client between transactions): it is idle here like any other, and `revoke` is called, at once
+   * and before anything else happens to it, when it goes to another request or is closed. Until
+   * then its holder may take it back with `reclaim`, which costs neither of them the hand-over
+   * (its listeners, its silence watch). False, and nothing done, when it cannot be pooled as it
+   * is now (a request waits for a session, the budget is pressed, it is not idle): `release` it.
+   */
+  lend(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, revoke: () => void): boolean {
+    if (this.closed || this.budget.pressed || session.socket.destroyed || session.status !== 'I' || this.waiting.has(role)) return false;
+    session.sink = ignore;
+    session.onGone = ignore;
+    this.park(role, params, session, revoke);
+    return true;
+  }
+
+  /** Takes back a session lent by `lend`; false when it is gone to another request or closed (its `revoke` has run). */
+  reclaim(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession): boolean {
+    const key = this.key(role, params);
+    const list = this.idle.get(key);
+    if (list === undefined) return false;
+    for (let i = list.length - 1; i >= 0; i--) {
+      if (list[i]!.session !== session) continue;
+      if (i === list.length - 1) list.pop();
+      else list.splice(i, 1);
+      if (list.length === 0) this.idle.delete(key);
+      if (session.socket.destroyed) {
+        this.forget(role, session);
+        return false;
+      }
+      return true;
+    }
+    return false;
   }
 
   /** DISCARD ALL, then pooled; closed if it fails. */
@@ -441,7 +486,7 @@ export class SessionPool {
   }
 
   /** Hands the session to the role's longest waiter with the same settings, or pools it (closes it if another role waits for its slot). */
-  private park(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession): void {
+  private park(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, revoke?: () => void): void {
     const key = this.key(role, params);
     const waiters = this.waiting.get(role);
     const waiter = waiters?.find((w) => w.key === key);
@@ -451,8 +496,8 @@ export class SessionPool {
     // A parked session has nothing to say; anything it sends is its backend going away (a FATAL
     // from pg_terminate_backend or a shutdown arrives before the connection closes). Closing it at
     // once keeps the next client from being handed a session that is already dead.
-    session.sink = () => session.socket.destroy();
-    list.push({ session, since: Date.now() });
+    session.sink = closeOnData;
+    list.push({ session, since: Date.now(), revoke });
     this.idle.set(key, list);
   }
 
@@ -485,6 +530,7 @@ export class SessionPool {
     for (const [key, list] of this.idle) {
       const keep = list.filter((i) => {
         if (i.since >= cutoff && !i.session.socket.destroyed) return true;
+        i.revoke?.();
         this.destroy(roleOf(key), i.session);
         return false;
       });
@@ -502,9 +548,19 @@ export class SessionPool {
     clearInterval(this.sweeper);
     for (const timer of this.growTimers.values()) clearTimeout(timer);
     this.growTimers.clear();
-    for (const [key, list] of this.idle) for (const i of list) this.destroy(roleOf(key), i.session);
+    for (const [key, list] of this.idle) {
+      for (const i of list) {
+        i.revoke?.();
+        this.destroy(roleOf(key), i.session);
+      }
+    }
     this.idle.clear();
   }
+}
+
+/** The sink of a pooled session (called as its method): what it sends is its backend going away. */
+function closeOnData(this: UpstreamSession): void {
+  this.socket.destroy();
 }
 
 function roleOf(key: string): string {

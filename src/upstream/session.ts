@@ -76,8 +76,9 @@ export interface UpstreamSession {
    * Receives the socket's data: whoever holds the session points it at its own handler (and
    * back at `ignore` when done), so that handing a session from one holder to the next moves no
    * event listener. Holders may listen on the socket themselves instead, leaving it at `ignore`.
+   * Called as the session's method.
    */
-  sink: (chunk: Buffer) => void;
+  sink: (this: UpstreamSession, chunk: Buffer) => void;
   /** Called once the socket has closed (same idea: the holder's own, or `ignore`). */
   onGone: () => void;
 }

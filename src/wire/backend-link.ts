@@ -37,6 +37,12 @@ export interface BackendLinkOptions {
 
 export class BackendLink {
   link: Link | undefined;
+  /**
+   * Pooling, between transactions: the backend the client gave back, lent to the pool — idle
+   * there, and the next request of anybody's may take it — but still listened to as the client's
+   * until one does, so that the client's own next request takes it back for nothing.
+   */
+  private lent: Link | undefined;
   /** Where the client's frames go: the backend's socket, or nowhere. */
   toUpstream: Run = NO_UPSTREAM;
   private unwatch: () => void = () => undefined;
@@ -48,6 +54,18 @@ export class BackendLink {
   /** Attaches an idle backend at once, if one is at hand (or one is attached already). */
   takeNow(): boolean {
     if (this.link !== undefined) return true;
+    const lent = this.lent;
+    if (lent !== undefined) {
+      this.lent = undefined;
+      if (this.opts.pooling!.reclaim(lent.session)) {
+        this.link = lent;
+        this.toUpstream = lent.run;
+        lent.session.sink = this.opts.onData;
+        lent.session.onGone = this.opts.onGone;
+        return true;
+      }
+      this.stopWatching();
+    }
     const idle = this.opts.pooling?.takeIdle();
     if (idle === undefined) return false;
     this.attach(idle);
@@ -73,6 +91,36 @@ export class BackendLink {
     this.unwatch = watchSilence(session.socket, this.opts.responseTimeoutMs, this.opts.awaiting, this.opts.onSilent);
   }
 
+  /**
+   * Pooling: the transaction is over; the backend goes back to the pool, lent (see `lent`) when
+   * nothing stands in the way — no cancel on its way to it, nobody waiting for a backend.
+   */
+  lend(): void {
+    const link = this.link;
+    if (link === undefined) return;
+    link.run.flush();
+    if (link.cancelling === undefined && this.opts.pooling?.lend(link.session, () => this.revoked(link))) {
+      this.link = undefined;
+      this.toUpstream = NO_UPSTREAM;
+      this.lent = link;
+      return;
+    }
+    this.detach();
+    this.giveBack(link, 'keep');
+  }
+
+  /** The pool gave the lent backend to another request, or closed it. */
+  private revoked(link: Link): void {
+    if (this.lent !== link) return;
+    this.lent = undefined;
+    this.stopWatching();
+  }
+
+  private stopWatching(): void {
+    this.unwatch();
+    this.unwatch = () => undefined;
+  }
+
   /** Stops listening to the backend; returns it. */
   detach(): Link | undefined {
     const link = this.link;
@@ -80,7 +128,7 @@ export class BackendLink {
     link.run.flush();
     link.session.sink = ignore;
     link.session.onGone = ignore;
-    this.unwatch();
+    this.stopWatching();
     this.link = undefined;
     this.toUpstream = NO_UPSTREAM;
     return link;
@@ -103,6 +151,11 @@ export class BackendLink {
    */
   finish(owed: number, settleOwed: boolean, inBatch: boolean, clean: boolean): void {
     this.finished = true;
+    if (this.lent !== undefined) {
+      // It is in the pool already, idle and as the client left it: nothing to give back.
+      this.lent = undefined;
+      this.stopWatching();
+    }
     const link = this.detach();
     if (link === undefined) return;
     const upstream = link.session;

@@ -225,6 +225,8 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         takeIdle: (prefer) => deps.pool.takeIdle(role, BASELINE, prefer),
         acquire: (prefer) => deps.pool.acquire(role, BASELINE, prefer),
         release: (s, how) => deps.pool.release(role, BASELINE, s, how),
+        lend: (s, revoke) => deps.pool.lend(role, BASELINE, s, revoke),
+        reclaim: (s) => deps.pool.reclaim(role, BASELINE, s),
         builtins: deps.builtins,
         prepareText: (p) => relay.prepareText(p),
         onLost: (message) => relay.lost(message),

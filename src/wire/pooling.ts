@@ -10,7 +10,7 @@
  * proxy's (`Internal` entries of the relay's queue): the client sees only its own.
  */
 import type { SessionEffect } from '../policy/index.js';
-import { FrontendCode, UTF8_TEXT, buildParameterStatus, buildQuery, clientText, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
+import { FrontendCode, buildParameterStatus, buildQuery, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
 import { settingReplays, stateChecks } from '../observe/metrics.js';
@@ -20,6 +20,7 @@ import type { Pending } from './answers.js';
 import { literal, settingsDiff } from './session-settings.js';
 import { announcement, Senders } from './notifications.js';
 import { quoteIdent } from '../policy/names.js';
+import { TextOf } from './reading.js';
 
 /** What one statement (a Query's) or one Execute (a batch's) does to the session, and the text its effects point into. */
 export interface Step {
@@ -56,6 +57,10 @@ export interface PoolingDeps {
   /** A backend of the client's role, once there is one (53300 past the pool timeout). */
   acquire(prefer: UpstreamSession | undefined): Promise<UpstreamSession>;
   release(session: UpstreamSession, how: Return): void;
+  /** Pools the backend while the client keeps it until another request takes it (`revoke`); false: release it instead. */
+  lend(session: UpstreamSession, revoke: () => void): boolean;
+  /** Takes a lent backend back; false when another request took it. */
+  reclaim(session: UpstreamSession): boolean;
   builtins: BuiltinFunctions;
   /** The text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused). */
   prepareText(p: Prepared): string | undefined;
@@ -72,6 +77,8 @@ export class Pooling {
   /** The backend ran another client since this one: its sequence state (currval) is that client's. */
   private foreignSequences = false;
   private knownSenders: Senders | undefined;
+  /** The text of the client's encoding, which what the proxy sends ahead is written in. */
+  private readonly texts = new TextOf();
   /** What the portals bound in the batch being sent run (their statements' effects). */
   private readonly portals = new Map<string, Step | undefined>();
 
@@ -94,6 +101,14 @@ export class Pooling {
 
   acquire(): Promise<UpstreamSession> {
     return this.deps.acquire(this.last);
+  }
+
+  lend(session: UpstreamSession, revoke: () => void): boolean {
+    return this.deps.lend(session, revoke);
+  }
+
+  reclaim(session: UpstreamSession): boolean {
+    return this.deps.reclaim(session);
   }
 
   /**
@@ -142,10 +157,13 @@ export class Pooling {
     if (status === 'E') return [];
     if (hasEffect(effects, 'backend_pid')) this.client.usesBackendPid();
     const jobs: Internal[] = [];
+    // Nothing changed on either side since they were last made the same (the client's next
+    // transaction on its own backend): no setting to compare.
+    const synced = this.inSync(backend);
     // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
     // when it gets it, so everything after (the settings, statements prepared again, the client's
     // own messages) is read as the client writes it.
-    const reading = readingDiff(this.client.reported, backend.reported);
+    const reading = synced ? undefined : readingDiff(this.client.reported, backend.reported);
     if (reading !== undefined) {
       jobs.push({
         frames: [buildQuery(reading)],
@@ -154,13 +172,12 @@ export class Pooling {
         },
       });
     }
-    const text = clientText(this.client.reported.get('client_encoding') ?? 'UTF8') ?? UTF8_TEXT;
     const sql: string[] = [];
-    const diff = this.inSync(backend) ? undefined : settingsDiff(this.client, backend);
+    const diff = synced ? undefined : settingsDiff(this.client, backend);
     if (diff !== undefined) {
       settingReplays.value++;
       sql.push(diff.sql);
-    } else {
+    } else if (!synced) {
       this.markSynced(backend);
     }
     let parses: Buffer[] = [];
@@ -186,6 +203,8 @@ export class Pooling {
       sql.unshift(announce(this.deps.sendersChannel, backend.processId, 0));
       backend.announced = undefined;
     }
+    if (sql.length === 0 && parses.length === 0) return jobs;
+    const text = this.texts.of(this.client.reported.get('client_encoding'));
     if (sql.length > 0) {
       // A Query drops the unnamed statement (as the client's own would: then only for the client).
       if (!query) backend.unnamed = undefined;

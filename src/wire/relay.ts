@@ -239,8 +239,7 @@ export class Relay {
       this.sendInternal(next);
       return this.backend.toUpstream.flush();
     }
-    this.backend.detach();
-    this.backend.giveBack(link, 'keep');
+    this.backend.lend();
   }
 
   // ── client → upstream ───────────────────────────────────────────────────────────────

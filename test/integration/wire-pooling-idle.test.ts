@@ -1,0 +1,81 @@
+/**
+ * Pooling by transaction, between a client's transactions: its backend waits in the pool, still
+ * the client's until anything else needs it (see BackendLink.lend). Whatever takes it from there —
+ * another client, the idle timeout, the service's budget for another user — the client's next
+ * statement simply runs on another backend.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { backendOf } from '../helpers/backend-of.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+
+beforeAll(async () => {
+  svc = await startTestService({ pgSessionsPerUser: 2, upstreamIdleMs: 1_000, upstreamMaxSessions: 2, pgPoolGrowAfterMs: 50 });
+});
+
+afterAll(async () => {
+  await svc?.stop();
+});
+
+async function connect(who: { name: string; key: string }): Promise<pg.Client> {
+  const c = new pg.Client(svc.pgOptions(who.name, who.key));
+  c.on('error', () => undefined);
+  await c.connect();
+  return c;
+}
+
+async function backends(user: string): Promise<number[]> {
+  const { rows } = await svc.control.admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE usename = $1 ORDER BY pid', [user]);
+  return rows.map((r) => r.pid);
+}
+
+it("a client's idle backend serves another client at once; the client's next statement runs on another", async () => {
+  const u = await svc.user('lent');
+  const [a, b] = [await connect(u), await connect(u)];
+  await a.query("SET TIME ZONE 'Asia/Tokyo'");
+  const first = await backendOf(a, svc.control.admin);
+  await b.query('BEGIN');
+  expect(await backendOf(b, svc.control.admin)).toBe(first); // the only idle one: a's
+  // a's backend is b's now, in b's transaction: a gets the other, with its own settings.
+  expect((await a.query('SHOW TIME ZONE')).rows).toEqual([{ TimeZone: 'Asia/Tokyo' }]);
+  expect(await backendOf(a, svc.control.admin)).not.toBe(first);
+  expect((await b.query('SHOW TIME ZONE')).rows).not.toEqual([{ TimeZone: 'Asia/Tokyo' }]);
+  await b.query('COMMIT');
+  await Promise.all([a.end(), b.end()]);
+});
+
+it("a client's idle backend closed by the idle timeout: its next statement opens another, with its settings", async () => {
+  const u = await svc.user('swept');
+  const a = await connect(u);
+  await a.query("SET application_name = 'swept-client'");
+  const [before] = await backends(u.name);
+  expect(before).toBeDefined();
+  await expect.poll(() => backends(u.name), { timeout: 5_000, interval: 100 }).toEqual([]);
+  expect((await a.query('SHOW application_name')).rows).toEqual([{ application_name: 'swept-client' }]);
+  const after = await backends(u.name);
+  expect(after).toHaveLength(1);
+  expect(after[0]).not.toBe(before);
+  await a.end();
+});
+
+it("a client's idle backend closed for another user who waits for room in the service's budget: its next statement waits for room in turn", async () => {
+  const [u, v] = [await svc.user('budgeta'), await svc.user('budgetb')];
+  await expect.poll(() => backends(v.name), { timeout: 5_000, interval: 100 }).toEqual([]); // the greeting's, swept
+  const a = await connect(u);
+  await a.query('SELECT 1');
+  expect(await backends(u.name)).toHaveLength(1);
+  // v's two clients in transactions: the service's second backend, then a's idle one closed for v.
+  const [v1, v2] = [await connect(v), await connect(v)];
+  await v1.query('BEGIN');
+  await v1.query('SELECT 1');
+  await v2.query('BEGIN');
+  expect((await v2.query('SELECT 2 AS n')).rows).toEqual([{ n: 2 }]);
+  expect(await backends(u.name)).toEqual([]);
+  const mine = a.query('SELECT 4 AS n');
+  await v2.query('COMMIT');
+  expect((await mine).rows).toEqual([{ n: 4 }]);
+  await v1.query('COMMIT');
+  await Promise.all([a.end(), v1.end(), v2.end()]);
+});
