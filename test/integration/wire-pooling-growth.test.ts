@@ -5,10 +5,11 @@
  * A client that finds its own backend serving another takes an idle one, and one more is opened
  * behind its back, so that clients running side by side stop moving between backends.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { backendOf } from '../helpers/backend-of.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { wireClient } from '../helpers/wire-client.js';
 
 const GROW_AFTER_MS = 400;
 let svc: TestService;
@@ -21,12 +22,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function connect(who: { name: string; key: string }): Promise<pg.Client> {
-  const c = new pg.Client(svc.pgOptions(who.name, who.key));
-  c.on('error', () => undefined);
-  await c.connect();
-  return c;
-}
+const connect = (who: { name: string; key: string }): Promise<pg.Client> => wireClient(svc, who);
 
 /** Two clients of `who`: `holder` keeps the user's one backend in an open transaction. */
 async function oneHeld(who: { name: string; key: string }): Promise<{ holder: pg.Client; other: pg.Client }> {

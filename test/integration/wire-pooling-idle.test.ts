@@ -4,10 +4,11 @@
  * another client, the idle timeout, the service's budget for another user — the client's next
  * statement simply runs on another backend.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { backendOf } from '../helpers/backend-of.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { wireClient } from '../helpers/wire-client.js';
 
 let svc: TestService;
 
@@ -19,12 +20,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function connect(who: { name: string; key: string }): Promise<pg.Client> {
-  const c = new pg.Client(svc.pgOptions(who.name, who.key));
-  c.on('error', () => undefined);
-  await c.connect();
-  return c;
-}
+const connect = (who: { name: string; key: string }): Promise<pg.Client> => wireClient(svc, who);
 
 async function backends(user: string): Promise<number[]> {
   const { rows } = await svc.control.admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE usename = $1 ORDER BY pid', [user]);
