@@ -53,19 +53,7 @@ export class BackendLink {
 
   /** Attaches an idle backend at once, if one is at hand (or one is attached already). */
   takeNow(): boolean {
-    if (this.link !== undefined) return true;
-    const lent = this.lent;
-    if (lent !== undefined) {
-      this.lent = undefined;
-      if (this.opts.pooling!.reclaim(lent.session)) {
-        this.link = lent;
-        this.toUpstream = lent.run;
-        lent.session.sink = this.opts.onData;
-        lent.session.onGone = this.opts.onGone;
-        return true;
-      }
-      this.stopWatching();
-    }
+    if (this.link !== undefined || this.takeBack()) return true;
     const idle = this.opts.pooling?.takeIdle();
     if (idle === undefined) return false;
     this.attach(idle);
@@ -107,6 +95,22 @@ export class BackendLink {
     }
     this.detach();
     this.giveBack(link, 'keep');
+  }
+
+  /** The lent backend attached again, if nobody has taken it meanwhile. */
+  private takeBack(): boolean {
+    const lent = this.lent;
+    if (lent === undefined) return false;
+    this.lent = undefined;
+    if (!this.opts.pooling!.reclaim(lent.session)) {
+      this.stopWatching();
+      return false;
+    }
+    this.link = lent;
+    this.toUpstream = lent.run;
+    lent.session.sink = this.opts.onData;
+    lent.session.onGone = this.opts.onGone;
+    return true;
   }
 
   /** The pool gave the lent backend to another request, or closed it. */
@@ -151,11 +155,7 @@ export class BackendLink {
    */
   finish(owed: number, settleOwed: boolean, inBatch: boolean, clean: boolean): void {
     this.finished = true;
-    if (this.lent !== undefined) {
-      // It is in the pool already, idle and as the client left it: nothing to give back.
-      this.lent = undefined;
-      this.stopWatching();
-    }
+    this.takeBack(); // a lent backend goes back as any other: reset first when the client's statements there are too many
     const link = this.detach();
     if (link === undefined) return;
     const upstream = link.session;
