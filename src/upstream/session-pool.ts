@@ -142,11 +142,14 @@ export class SessionPool {
    * already computed instead of concatenating and hashing a new one per request.
    */
   private readonly keys = new WeakMap<object, Map<string, string>>();
-  private lastKey: { role: string; params: object; key: string } = { role: '', params: {}, key: '' };
+  /** The latest key made, and what it was made of. */
+  private lastRole = '';
+  private lastParams: object | undefined;
+  private lastKey = '';
 
   private key(role: string, params: Readonly<Record<string, string>>): string {
     // The same caller asks again and again (a client's every transaction): its key is at hand.
-    if (params === this.lastKey.params && role === this.lastKey.role) return this.lastKey.key;
+    if (params === this.lastParams && role === this.lastRole) return this.lastKey;
     let byRole = this.keys.get(params);
     if (byRole === undefined) {
       byRole = new Map();
@@ -158,7 +161,9 @@ export class SessionPool {
       key = role + '\0' + JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)));
       byRole.set(role, key);
     }
-    this.lastKey = { role, params, key };
+    this.lastRole = role;
+    this.lastParams = params;
+    this.lastKey = key;
     return key;
   }
 

@@ -9,6 +9,9 @@ import type { BackendState } from './client-state.js';
 import type { Pooling } from './pooling.js';
 import { Run } from './run.js';
 
+/** What stops a silence watch when none is armed. */
+const UNWATCHED = (): void => undefined;
+
 /** Stands in for the upstream before a backend is attached; nothing is ever added to it. */
 const NO_UPSTREAM = new Run(undefined);
 
@@ -45,7 +48,7 @@ export class BackendLink {
   private lent: Link | undefined;
   /** Where the client's frames go: the backend's socket, or nowhere. */
   toUpstream: Run = NO_UPSTREAM;
-  private unwatch: () => void = () => undefined;
+  private unwatch: () => void = UNWATCHED;
   /** Set once the client has left: a backend that comes afterwards goes straight back. */
   finished = false;
 
@@ -87,7 +90,7 @@ export class BackendLink {
     const link = this.link;
     if (link === undefined) return;
     link.run.flush();
-    if (link.cancelling === undefined && this.opts.pooling?.lend(link.session, () => this.revoked(link))) {
+    if (link.cancelling === undefined && this.opts.pooling?.lend(link.session, this.revoked)) {
       this.link = undefined;
       this.toUpstream = NO_UPSTREAM;
       this.lent = link;
@@ -113,16 +116,19 @@ export class BackendLink {
     return true;
   }
 
-  /** The pool gave the lent backend to another request, or closed it. */
-  private revoked(link: Link): void {
-    if (this.lent !== link) return;
+  /**
+   * The pool gave the lent backend to another request, or closed it. One function for every
+   * lend: the pool keeps it only while the backend is lent (taking it back removes it).
+   */
+  private readonly revoked = (): void => {
+    if (this.lent === undefined) return;
     this.lent = undefined;
     this.stopWatching();
-  }
+  };
 
   private stopWatching(): void {
     this.unwatch();
-    this.unwatch = () => undefined;
+    this.unwatch = UNWATCHED;
   }
 
   /** Stops listening to the backend; returns it. */
