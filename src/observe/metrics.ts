@@ -380,11 +380,9 @@ const poolWait = tallyHistogram(
   [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
 );
 
-/** Starts timing a wait for a session of `pool`; the returned function ends it. */
-export function timePoolWait(pool: string): () => void {
-  const series = poolWait({ pool });
-  const start = performance.now();
-  return () => series.observe((performance.now() - start) / 1000);
+/** The wait histogram of `pool`, observed in seconds: looked up once by its pool. */
+export function poolWaitTally(pool: string): HistogramTally {
+  return poolWait({ pool });
 }
 
 // ── error origins across a throw ────────────────────────────────────────────────────────

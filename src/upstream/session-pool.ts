@@ -19,7 +19,7 @@ import type { Logger } from '../shared/logger.js';
 import { BackendCode, buildQuery, buildTerminate, decodeReadyForQuery } from '../protocol/index.js';
 import type { Cluster } from './cluster.js';
 import { BackendBudget } from './budget.js';
-import { timePoolWait, watchPool } from '../observe/metrics.js';
+import { poolWaitTally, watchPool, type HistogramTally } from '../observe/metrics.js';
 import { ignore, noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
 import { SilenceWatch } from './silence-watch.js';
 
@@ -30,14 +30,16 @@ interface Idle {
   revoke?: (() => void) | undefined;
 }
 
+/** A request waiting in its role's line (no closure or timer of its own: many clients on few backends make one per transaction). */
 interface Waiter {
   key: string;
+  params: Readonly<Record<string, string>>;
   /** When it began to wait (Date.now()). */
   since: number;
-  /** Takes a session given back by another user of the role. */
-  give(session: UpstreamSession): void;
-  /** Opens a session: room was made for it (a budget slot is taken for it). */
-  open(): void;
+  /** The same, by the monotonic clock: its deadline and the wait histogram. */
+  started: number;
+  resolve(session: UpstreamSession): void;
+  reject(err: unknown): void;
   /** Set while it waits in the budget's line: leaves it. */
   leaveBudget?: (() => void) | undefined;
 }
@@ -101,6 +103,9 @@ export class SessionPool {
   /** Every session open (handed out or parked), from its login until it is gone; kept for the silence watch only. */
   private readonly live = new Set<UpstreamSession>();
   private readonly waiting = new Map<string, Waiter[]>();
+  /** Per role with a line, the timer that fails its first waiter at its deadline (53300 after `waitMs`). */
+  private readonly lineTimers = new Map<string, NodeJS.Timeout>();
+  private readonly waitTally: HistogramTally | undefined;
   /** Sessions being opened, per role. */
   private readonly opening = new Map<string, number>();
   /** Per role, the timer that looks at its line again once its first has waited `growAfterMs`. */
@@ -122,6 +127,7 @@ export class SessionPool {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
+    this.waitTally = opts.metricsName ? poolWaitTally(opts.metricsName) : undefined;
     if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs, () => this.handedOut());
   }
 
@@ -290,42 +296,74 @@ export class SessionPool {
    */
   private wait(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
     return new Promise((resolve, reject) => {
-      const list = this.waiting.get(role) ?? [];
-      const waited = this.opts.metricsName ? timePoolWait(this.opts.metricsName) : undefined;
-      const leave = () => {
-        clearTimeout(timer);
-        waited?.();
-        waiter.leaveBudget?.();
-        const i = list.indexOf(waiter);
-        if (i >= 0) list.splice(i, 1);
-        if (list.length === 0 && this.waiting.get(role) === list) this.waiting.delete(role);
-        else if (i === 0) this.makeRoom(role); // the next in line may go ahead
-      };
-      const waiter: Waiter = {
-        key,
-        since: Date.now(),
-        give: (session) => {
-          leave();
-          resolve(session);
-        },
-        open: () => {
-          const opening = this.open(role, key, params); // counted before the next in line looks
-          leave();
-          opening.then(resolve, reject);
-        },
-      };
-      const timer = setTimeout(() => {
-        leave();
-        reject(
-          new PgError(SqlState.TooManyConnections, `too many connections for user "${role}": no upstream backend became free within ${this.opts.waitMs} ms`, {
-            hint: `every backend this user may hold (at most ${this.opts.maxPerRole}) or the service has stayed busy; retry, or keep transactions short`,
-          }),
-        );
-      }, this.opts.waitMs);
+      const waiter: Waiter = { key, params, since: Date.now(), started: performance.now(), resolve, reject, leaveBudget: undefined };
+      let list = this.waiting.get(role);
+      if (list === undefined) this.waiting.set(role, (list = []));
       list.push(waiter);
-      this.waiting.set(role, list);
-      if (list.length === 1) this.makeRoom(role);
+      if (list.length > 1) return;
+      this.expireAt(role, this.opts.waitMs);
+      this.makeRoom(role);
     });
+  }
+
+  /** Gives `session`, handed straight over, to a waiter of the role. */
+  private give(role: string, waiter: Waiter, session: UpstreamSession): void {
+    this.leave(role, waiter);
+    waiter.resolve(session);
+  }
+
+  /** Opens a session for a waiter: room was made for it (a budget slot is taken for it). */
+  private openFor(role: string, waiter: Waiter): void {
+    const opening = this.open(role, waiter.key, waiter.params); // counted before the next in line looks
+    this.leave(role, waiter);
+    opening.then(waiter.resolve, waiter.reject);
+  }
+
+  private leave(role: string, waiter: Waiter): void {
+    this.waitTally?.observe((performance.now() - waiter.started) / 1000);
+    waiter.leaveBudget?.();
+    waiter.leaveBudget = undefined;
+    const list = this.waiting.get(role);
+    if (list === undefined) return;
+    const i = list[0] === waiter ? 0 : list.indexOf(waiter);
+    if (i === 0) list.shift();
+    else if (i > 0) list.splice(i, 1);
+    if (list.length > 0) {
+      if (i === 0) this.makeRoom(role); // the next in line may go ahead
+      return;
+    }
+    this.waiting.delete(role);
+    const timer = this.lineTimers.get(role);
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      this.lineTimers.delete(role);
+    }
+  }
+
+  /** Arms the role's line timer to look at its first waiter in `ms`. */
+  private expireAt(role: string, ms: number): void {
+    this.lineTimers.set(
+      role,
+      setTimeout(() => this.expire(role), Math.max(1, Math.ceil(ms))),
+    );
+  }
+
+  /** Fails the role's waiters whose time is up (the first ones: all wait `waitMs`), and looks again at the next one's deadline. */
+  private expire(role: string): void {
+    this.lineTimers.delete(role);
+    const list = this.waiting.get(role);
+    const waitMs = this.opts.waitMs;
+    while (list !== undefined && list.length > 0) {
+      const first = list[0]!;
+      const left = waitMs - (performance.now() - first.started);
+      if (left > 1) return this.expireAt(role, left);
+      this.leave(role, first);
+      first.reject(
+        new PgError(SqlState.TooManyConnections, `too many connections for user "${role}": no upstream backend became free within ${waitMs} ms`, {
+          hint: `every backend this user may hold (at most ${this.opts.maxPerRole}) or the service has stayed busy; retry, or keep transactions short`,
+        }),
+      );
+    }
   }
 
   /**
@@ -348,19 +386,19 @@ export class SessionPool {
       if ((waited < grow || this.lateBy > grow) && (this.inUse(role) > 0 || this.opening.has(role))) return this.lookAgain(role, waited < grow ? grow - waited : grow);
     }
     if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole) return void this.closeIdle(role);
-    if (this.budget.take()) return first.open();
+    if (this.budget.take()) return this.openFor(role, first);
     if (grow !== undefined && this.inUse(role) > 0) {
       // The service's backends are all taken and this role's own come back soon. It does not
       // press the budget, which would close every backend other roles give back, only to open
       // them again (churn: a log-in and cold caches each); a backend of another role that has
       // stayed idle a while is closed for it.
       this.budget.reclaim(Date.now() - RECLAIM_IDLE_MS);
-      if (this.budget.take()) return first.open();
+      if (this.budget.take()) return this.openFor(role, first);
       return this.lookAgain(role, Math.max(grow, 1));
     }
     first.leaveBudget = this.budget.wait(() => {
       first.leaveBudget = undefined;
-      first.open();
+      this.openFor(role, first);
     });
   }
 
@@ -494,8 +532,7 @@ export class SessionPool {
   private park(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, revoke?: () => void): void {
     const key = this.key(role, params);
     const waiters = this.waiting.get(role);
-    const waiter = waiters?.find((w) => w.key === key);
-    if (waiter !== undefined) return waiter.give(session);
+    if (waiters !== undefined) for (const waiter of waiters) if (waiter.key === key) return this.give(role, waiter, session);
     if (waiters !== undefined || this.budget.pressed) return this.destroy(role, session); // its room goes to a waiter
     const list = this.idle.get(key) ?? [];
     // A parked session has nothing to say; anything it sends is its backend going away (a FATAL

@@ -64,11 +64,11 @@ export class BackendLink {
   }
 
   /** A backend once there is one (53300 past the pool timeout). */
-  async take(): Promise<void> {
-    this.attach(await (this.opts.pooling?.acquire() ?? this.opts.acquire()));
+  take(): Promise<void> {
+    return (this.opts.pooling?.acquire() ?? this.opts.acquire()).then(this.attach);
   }
 
-  private attach(session: UpstreamSession): void {
+  private readonly attach = (session: UpstreamSession): void => {
     if (this.finished) return this.opts.release(session, session.status === 'I' ? 'keep' : 'close');
     if (this.link !== undefined) {
       this.opts.release(session, session.status === 'I' ? 'keep' : 'close');
@@ -80,7 +80,7 @@ export class BackendLink {
     session.sink = this.opts.onData;
     session.onGone = this.opts.onGone;
     this.unwatch = watchSilence(session.socket, this.opts.responseTimeoutMs, this.opts.awaiting, this.opts.onSilent);
-  }
+  };
 
   /**
    * Pooling: the transaction is over; the backend goes back to the pool, lent (see `lent`) when

@@ -65,6 +65,8 @@ export class ClientState {
   needsCheck = false;
   /** Bumped when `reported` changes (see Pooling.inSync). */
   reportedStamp = 0;
+  /** Kept by `settingsId`. */
+  settingsMemo: { stamp: number; id: number } | undefined;
   /** A pin was taken in the transaction now open: if it rolls back, the check says what is left. */
   private pinnedInTransaction = false;
   /** The process id the client was given (BackendKeyData): what pg_backend_pid() shows it. */
@@ -330,6 +332,8 @@ export class BackendState {
   announced: number | undefined;
   /** Bumped when `reported` changes (see Pooling.inSync). */
   reportedStamp = 0;
+  /** Kept by `settingsId`. */
+  settingsMemo: { stamp: number; id: number } | undefined;
   /** The client whose settings it had when last compared, and both sides' stamps then. */
   synced: { client: number; clientStamp: number; backendStamp: number } | undefined;
   private serial = 0;

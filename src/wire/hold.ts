@@ -1,9 +1,13 @@
 /**
  * The client's stream held back while the relay waits: for a decision in flight (a large statement
  * parsed off-thread, rights being loaded, a handled statement), for a backend, or for an answer
- * that may change how the next statement is read. The client socket is paused and the frames that
- * arrived meanwhile wait in order; they are replayed once nothing is awaited any more. Counted,
- * because work being applied may start waiting for more: the stream resumes when all is done.
+ * that may change how the next statement is read. The frames that arrive meanwhile wait in order;
+ * they are replayed once nothing is awaited any more. Counted, because work being applied may
+ * start waiting for more: the stream resumes when all is done.
+ *
+ * The client socket is paused once the frames waiting pass `PAUSE_AFTER_BYTES` (or at once, when
+ * the wait is for room for a large message): a client that sends one request and waits for its
+ * answer — nearly every client waiting for a backend — costs no pause and resume.
  */
 import type { Socket } from 'node:net';
 import type { Frame } from './frame-queue.js';
@@ -23,9 +27,16 @@ export interface HoldHost {
   finished(): boolean;
 }
 
+/** Bytes of frames held back before the client socket is paused. */
+export const PAUSE_AFTER_BYTES = 64 * 1024;
+
 export class Hold {
   private count = 0;
   private readonly backlog: Frame[] = [];
+  /** Bytes of the frames in `backlog`. */
+  private bytes = 0;
+  /** Whether the hold paused the client socket (resumed when the stream goes on). */
+  private paused = false;
   /** The work the stream is held for, while it lasts (a large message's budget goes back when it settles). */
   current: Promise<void> | undefined;
 
@@ -41,41 +52,70 @@ export class Hold {
   /** A frame that arrived while held: it waits its turn. */
   push(code: number, frame: Buffer): void {
     this.backlog.push({ code, frame });
+    this.bytes += frame.length;
+    if (this.bytes > PAUSE_AFTER_BYTES) this.pause();
+  }
+
+  private pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.client.pause();
   }
 
   /**
    * Holds the stream until `work` is done. `first`, a frame the caller could not handle yet, is
    * handled first: every frame held came after it (it was decided while they waited, or taken from
-   * the head of the backlog itself).
+   * the head of the backlog itself). `pauseNow`: the client socket is paused at once (the wait is
+   * for room to read more), not only once the frames held pass `PAUSE_AFTER_BYTES`.
    */
-  until(work: Promise<void>, first?: Frame): void {
-    if (first !== undefined) this.backlog.unshift(first);
+  until(work: Promise<void>, first?: Frame, pauseNow = false): void {
+    if (first !== undefined) this.first(first.code, first.frame);
     this.count++;
-    this.client.pause();
-    const done = work
-      .catch((err: unknown) => this.host.finished() || this.host.failed(err))
-      .then(() => {
-        if (this.host.finished()) return;
-        if (--this.count > 0) return; // work it started goes on: the stream resumes when that is done
-        while (this.count === 0 && this.backlog.length > 0) {
-          const f = this.backlog.shift()!;
-          this.host.replay(f.code, f.frame);
-        }
-        this.host.replayed();
-        if (this.count === 0 && !this.host.finished()) {
-          this.client.resume();
-          this.host.resumed();
-        }
-      })
+    if (pauseNow) this.pause();
+    const done: Promise<void> = work
+      .then(
+        () => this.settled(done),
+        (err: unknown) => {
+          if (!this.host.finished()) this.host.failed(err);
+          this.settled(done);
+        },
+      )
       .catch((err: unknown) => this.host.fatal(err));
     this.current = done;
-    void done.then(() => {
-      if (this.current === done) this.current = undefined;
-    });
+  }
+
+  /** The work of `until` is done (or failed, and the client was told): the held frames are replayed once nothing else is awaited. */
+  private settled(done: Promise<void>): void {
+    if (this.current === done) this.current = undefined;
+    if (this.host.finished()) return;
+    if (--this.count > 0) return; // work it started goes on: the stream resumes when that is done
+    while (this.count === 0 && this.backlog.length > 0) {
+      const f = this.backlog.shift()!;
+      this.bytes -= f.frame.length;
+      this.host.replay(f.code, f.frame);
+    }
+    this.host.replayed();
+    if (this.count === 0 && !this.host.finished()) {
+      if (this.paused) {
+        this.paused = false;
+        this.client.resume();
+      }
+      this.host.resumed();
+    }
+  }
+
+  /**
+   * A frame to handle first once the work is done: the work that holds the stream was to handle
+   * it, and found it could not (every frame held came after it).
+   */
+  first(code: number, frame: Buffer): void {
+    this.backlog.unshift({ code, frame });
+    this.bytes += frame.length;
   }
 
   /** The client left: what it sent is dropped. */
   clear(): void {
     this.backlog.length = 0;
+    this.bytes = 0;
   }
 }

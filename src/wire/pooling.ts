@@ -17,7 +17,7 @@ import { settingReplays, stateChecks } from '../observe/metrics.js';
 import { BackendState, checkSql, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
 import { PreparedStatements, type Sent } from './prepared.js';
 import type { Pending } from './answers.js';
-import { literal, settingsDiff } from './session-settings.js';
+import { literal, settingsDiff, settingsId } from './session-settings.js';
 import { announcement, Senders } from './notifications.js';
 import { quoteIdent } from '../policy/names.js';
 import { TextOf } from './reading.js';
@@ -158,8 +158,9 @@ export class Pooling {
     if (hasEffect(effects, 'backend_pid')) this.client.usesBackendPid();
     const jobs: Internal[] = [];
     // Nothing changed on either side since they were last made the same (the client's next
-    // transaction on its own backend): no setting to compare.
-    const synced = this.inSync(backend);
+    // transaction on its own backend), or the backend was left with the same settings by another
+    // client: no setting to compare.
+    const synced = this.inSync(backend) || this.sameSettings(backend);
     // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
     // when it gets it, so everything after (the settings, statements prepared again, the client's
     // own messages) is read as the client writes it.
@@ -228,6 +229,13 @@ export class Pooling {
     const s = backend.synced;
     const c = this.client;
     return s !== undefined && s.client === c.id && s.clientStamp === c.other.stamp + c.reportedStamp && s.backendStamp === backend.other.stamp + backend.reportedStamp;
+  }
+
+  /** Whether the backend has the client's settings (another client with the same left it): then marked in sync. */
+  private sameSettings(backend: BackendState): boolean {
+    if (settingsId(this.client) !== settingsId(backend)) return false;
+    this.markSynced(backend);
+    return true;
   }
 
   private markSynced(backend: BackendState): void {
@@ -337,10 +345,10 @@ const READING = ['client_encoding', 'standard_conforming_strings'] as const;
 
 /** SQL (ASCII) that gives the backend the client's reading settings, or undefined when it has them. */
 function readingDiff(client: ReadonlyMap<string, string>, backend: ReadonlyMap<string, string>): string | undefined {
-  const calls: string[] = [];
+  let calls: string[] | undefined;
   for (const name of READING) {
     const value = client.get(name);
-    if (value !== undefined && value !== backend.get(name)) calls.push(`pg_catalog.set_config('${name}', ${literal(value)}, false)`);
+    if (value !== undefined && value !== backend.get(name)) (calls ??= []).push(`pg_catalog.set_config('${name}', ${literal(value)}, false)`);
   }
-  return calls.length === 0 ? undefined : `SELECT ${calls.join(', ')}`;
+  return calls === undefined ? undefined : `SELECT ${calls.join(', ')}`;
 }

@@ -214,13 +214,22 @@ export class Relay {
 
   /**
    * Whether a backend serves the client, attaching one now if an idle one is at hand. Otherwise
-   * `frame` is held, first, until one is: the caller stops.
+   * the stream is held until one does (the caller stops); then `decided` applies the decision
+   * made on arrival while the user's rights are the snapshot it was made with (the session it read
+   * cannot change: nothing of the client's runs while it waits), or else `frame` is handled again, first.
    */
-  private ready(code: number, frame: Buffer): boolean {
+  private ready(code: number, frame: Buffer, decided?: () => void): boolean {
     if (this.backend.takeNow()) return true;
+    const rights = decided && this.deps.control.peekRights(this.principal.user);
     this.hold.until(
-      this.backend.take().catch((err: unknown) => this.fatal(err)),
-      { code, frame },
+      this.backend.take().then(
+        () => {
+          if (this.finished) return;
+          if (rights !== undefined && rights === this.deps.control.peekRights(this.principal.user)) decided!();
+          else this.hold.first(code, frame);
+        },
+        (err: unknown) => this.fatal(err),
+      ),
     );
     return false;
   }
@@ -251,7 +260,7 @@ export class Relay {
       this.clientReader.push(chunk, this.onClientFrame);
       this.backend.toUpstream.flush();
       const wait = this.gate?.afterChunk(this.hold.current);
-      if (wait !== undefined) this.hold.until(wait);
+      if (wait !== undefined) this.hold.until(wait, undefined, true); // no more is read until there is room
     } catch (err: unknown) {
       this.fatal(err);
     }
@@ -337,7 +346,7 @@ export class Relay {
     switch (d.kind) {
       case 'allow':
       case 'rewrite': {
-        if (!this.ready(FrontendCode.Query, frame)) return; // decided again once a backend serves the client
+        if (!this.ready(FrontendCode.Query, frame, () => this.applyQuery(frame, sql, d))) return;
         decisions.wire[d.kind].value++;
         this.beforeRequest(d.effects, true);
         this.readings.sent(d.effects);
@@ -409,7 +418,7 @@ export class Relay {
   }
 
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
-    if ((d.kind === 'allow' || d.kind === 'rewrite') && !this.ready(FrontendCode.Parse, frame)) return;
+    if ((d.kind === 'allow' || d.kind === 'rewrite') && !this.ready(FrontendCode.Parse, frame, () => this.applyParse(frame, parse, d))) return;
     decisions.wire[d.kind].value++;
     if ((this.batchSql?.length ?? 0) < AUDIT_SQL_MAX_CHARS) this.batchSql = this.batchSql === undefined ? parse.sql : `${this.batchSql}\n${parse.sql}`;
     switch (d.kind) {

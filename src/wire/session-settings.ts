@@ -45,6 +45,63 @@ export function setConfigValue(name: string, value: string): SettingValue {
 /** Reported settings a session can change itself (the others only say what the server is). */
 const FIXED_REPORTED = new Set(['server_version', 'server_encoding', 'integer_datetimes', 'is_superuser', 'session_authorization', 'in_hot_standby']);
 
+/** Whether `name`, as a ParameterStatus says it, is fixed (answers kept per name: a login reports a few dozen). */
+const fixedByName = new Map<string, boolean>();
+
+function isFixedReported(name: string): boolean {
+  let fixed = fixedByName.get(name);
+  if (fixed === undefined) {
+    if (fixedByName.size >= 1_000) fixedByName.clear();
+    fixedByName.set(name, (fixed = FIXED_REPORTED.has(name.toLowerCase())));
+  }
+  return fixed;
+}
+
+/** A session whose settings `settingsId` names; `settingsMemo` is its own to keep. */
+export interface SettingsHolder {
+  readonly reported: ReadonlyMap<string, string>;
+  readonly other: OtherSettings;
+  readonly reportedStamp: number;
+  settingsMemo: { stamp: number; id: number } | undefined;
+}
+
+/** A number per set of settings seen: changeable reported values and other settings' values (by identity). */
+const settingsIds = new Map<string, number>();
+let nextSettingsId = 1;
+/** A number per SettingValue object, which is what other settings are compared by. */
+const valueIds = new WeakMap<SettingValue, number>();
+let nextValueId = 1;
+
+/**
+ * A number that two sessions share when their settings are the same: no `settingsDiff` between
+ * them. Remembered per session until its settings change, so that clients of the same settings
+ * taking each other's backends (many clients on few backends) compare two numbers per
+ * transaction. Different numbers may still have no difference worth a statement (a setting only
+ * one side reports): `settingsDiff` says.
+ */
+export function settingsId(h: SettingsHolder): number {
+  const stamp = h.other.stamp + h.reportedStamp;
+  const memo = h.settingsMemo;
+  if (memo !== undefined && memo.stamp === stamp) return memo.id;
+  const parts: string[] = [];
+  for (const [name, value] of h.reported) if (!isFixedReported(name)) parts.push(`r ${name}=${value}`);
+  for (const name of h.other.names()) {
+    const value = h.other.get(name);
+    if (value === undefined) continue;
+    let vid = valueIds.get(value);
+    if (vid === undefined) valueIds.set(value, (vid = nextValueId++));
+    parts.push(`o ${name}=${vid}`);
+  }
+  const signature = parts.sort().join('\0');
+  let id = settingsIds.get(signature);
+  if (id === undefined) {
+    if (settingsIds.size >= 10_000) settingsIds.clear(); // ids are never given twice: a session remembering a dropped one just compares again
+    settingsIds.set(signature, (id = nextSettingsId++));
+  }
+  h.settingsMemo = { stamp, id };
+  return id;
+}
+
 /** The other settings of one session, with the changes of an open transaction kept apart. */
 export class OtherSettings {
   private readonly base: Map<string, SettingValue>;
@@ -126,7 +183,7 @@ export class OtherSettings {
 
 /** Whether `name` is a reported setting a session can change (a ParameterStatus of the login names it). */
 export function isChangeableReported(name: string, reported: ReadonlyMap<string, string>): boolean {
-  return reported.has(name) && !FIXED_REPORTED.has(name.toLowerCase());
+  return reported.has(name) && !isFixedReported(name);
 }
 
 /** Settings as a client expects them and as a backend has them: what must change, and the SQL that does it. */
@@ -147,7 +204,7 @@ export function settingsDiff(
   const statements: string[] = [];
   const calls: string[] = [];
   for (const [name, value] of client.reported) {
-    if (FIXED_REPORTED.has(name.toLowerCase()) || backend.reported.get(name) === value) continue;
+    if (isFixedReported(name) || backend.reported.get(name) === value) continue;
     calls.push(`pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)`);
   }
   const changes: [string, SettingValue | undefined][] = [];

@@ -11,13 +11,15 @@ import { backendOf } from '../helpers/backend-of.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const SESSIONS_PER_USER = 3;
+/** How long a client waits for a backend before 53300. */
+const POOL_TIMEOUT_MS = 2_000;
 let svc: TestService;
 let admin: pg.Client;
 let healthy: pg.Client;
 let watcher: { name: string; key: string };
 
 beforeAll(async () => {
-  svc = await startTestService({ pgSessionsPerUser: SESSIONS_PER_USER, pgStartupTimeoutMs: 1500 });
+  svc = await startTestService({ pgSessionsPerUser: SESSIONS_PER_USER, pgStartupTimeoutMs: 1500, pgPoolTimeoutMs: POOL_TIMEOUT_MS });
   admin = new pg.Client({ connectionString: svc.config.upstreamUrl });
   await admin.connect();
   watcher = await svc.user('watcher');
@@ -222,6 +224,34 @@ describe('a client that vanishes leaves nothing behind', () => {
 });
 
 describe('a user whose sessions are all busy', () => {
+  it('clients waiting in line each get 53300 their own pgPoolTimeoutMs after they began to wait', async () => {
+    const ida = await svc.user('line');
+    const holders: pg.Client[] = [];
+    for (let i = 0; i < SESSIONS_PER_USER; i++) {
+      const h = await connect(ida);
+      await h.query('BEGIN');
+      await h.query('SELECT 1');
+      holders.push(h);
+    }
+    const [w1, w2] = [await connect(ida), await connect(ida)];
+    const start = Date.now();
+    const refusedAt = (c: pg.Client) =>
+      c.query('SELECT 1').then(
+        () => ({ code: 'none', after: Date.now() - start }),
+        (e: { code?: string }) => ({ code: e.code, after: Date.now() - start }),
+      );
+    const first = refusedAt(w1);
+    await new Promise((r) => setTimeout(r, 500));
+    const second = refusedAt(w2);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.code).toBe('53300');
+    expect(b.code).toBe('53300');
+    expect(a.after).toBeGreaterThanOrEqual(POOL_TIMEOUT_MS);
+    expect(b.after).toBeGreaterThanOrEqual(POOL_TIMEOUT_MS + 500); // not with the first: its own wait
+    await stillServing();
+    for (const c of [...holders, w1, w2]) await c.end().catch(() => undefined);
+  });
+
   it('the next client waits, then gets 53300; other users are unaffected; room again once a holder leaves', async () => {
     const gus = await svc.user('busy');
     const holders: pg.Client[] = [];
@@ -237,7 +267,7 @@ describe('a user whose sessions are all busy', () => {
       () => undefined,
       (e: Error & { code?: string }) => e,
     );
-    expect(Date.now() - start).toBeGreaterThanOrEqual(1_000);
+    expect(Date.now() - start).toBeGreaterThanOrEqual(POOL_TIMEOUT_MS);
     expect(refused?.code).toBe('53300');
     expect(refused?.message).toMatch(/too many connections for user/);
     await stillServing();

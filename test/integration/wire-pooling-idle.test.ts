@@ -75,3 +75,32 @@ it("a client's idle backend closed for another user who waits for room in the se
   await v1.query('COMMIT');
   await Promise.all([a.end(), v1.end(), v2.end()]);
 });
+
+it('a statement that waited for a backend while access to its repo was revoked is denied once a backend is free', async () => {
+  const [owner, reader] = [await svc.user('waitowner'), await svc.user('waitreader')];
+  await svc.control.createRepo({ owner: owner.name, repo: 'team' });
+  const table = `"${owner.name}/team".t`;
+  const o = await connect(owner);
+  await o.query(`CREATE TABLE ${table} (id int); INSERT INTO ${table} VALUES (1)`);
+  await o.end();
+  await svc.control.setCollaborator({ owner: owner.name, repo: 'team' }, reader.name, 'read');
+  await expect.poll(() => backends(owner.name), { timeout: 5_000, interval: 100 }).toEqual([]);
+  const [r1, r2, r3] = [await connect(reader), await connect(reader), await connect(reader)];
+  expect((await r3.query(`SELECT id FROM ${table}`)).rows).toEqual([{ id: 1 }]); // allowed, and decided once already
+  for (const r of [r1, r2]) {
+    await r.query('BEGIN');
+    await r.query('SELECT 1');
+  }
+  // Both of the reader's backends are in transactions: r3's statement waits for one.
+  let settled = false;
+  const waiting = r3.query(`SELECT id FROM ${table}`).finally(() => (settled = true));
+  await new Promise((r) => setTimeout(r, 300));
+  expect(settled).toBe(false);
+  await svc.control.removeCollaborator({ owner: owner.name, repo: 'team' }, reader.name);
+  await r1.query('COMMIT');
+  // Denied by the proxy, decided again with the rights of now (Postgres' own denial, the second wall, has no hint).
+  await expect(waiting).rejects.toMatchObject({ code: '42501', hint: expect.stringContaining('collaborator') });
+  await r2.query('COMMIT');
+  expect((await r3.query('SELECT 2 AS n')).rows).toEqual([{ n: 2 }]);
+  await Promise.all([r1.end(), r2.end(), r3.end()]);
+});

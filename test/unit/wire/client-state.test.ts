@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SessionEffect } from '../../../src/policy/index.js';
 import { BackendState, ClientState, checkSql, noteSettingName, parseCheck } from '../../../src/wire/client-state.js';
-import { OtherSettings, setConfigValue, settingsDiff } from '../../../src/wire/session-settings.js';
+import { OtherSettings, setConfigValue, settingsDiff, settingsId } from '../../../src/wire/session-settings.js';
 
 const LOGIN = new Map([
   ['TimeZone', 'UTC'],
@@ -69,6 +69,27 @@ describe('settings', () => {
     expect(c.other.get('app.y')).toBeUndefined();
     expect(b.other.get('app.y')).toBeUndefined();
     expect(settingsDiff(c, new BackendState(LOGIN))).toBeUndefined();
+  });
+
+  it('settingsId: equal for sessions with the same settings, different once one changes, and never equal where settingsDiff finds work', () => {
+    const [a, d] = [client({ TimeZone: 'Asia/Tokyo' }, { 'app.x': '1' }), client({ TimeZone: 'Asia/Tokyo' }, { 'app.x': '1' })];
+    const b = new BackendState(LOGIN);
+    expect(settingsId(a)).toBe(settingsId(d)); // the same values: start-up settings are shared objects
+    expect(settingsId(b)).not.toBe(settingsId(a));
+    settingsDiff(a, b)!.apply();
+    b.other.commit();
+    expect(settingsId(b)).not.toBe(settingsId(a)); // its TimeZone is not reported back yet
+    b.reported.set('TimeZone', 'Asia/Tokyo');
+    b.reportedStamp++;
+    expect(settingsId(b)).toBe(settingsId(a));
+    expect(settingsDiff(d, b)).toBeUndefined();
+    run(a, b, ...set("SET app.x = '2'", 'app.x'));
+    expect(settingsId(b)).toBe(settingsId(a));
+    expect(settingsId(d)).not.toBe(settingsId(b));
+    expect(settingsDiff(d, b)?.sql).toBe("SELECT pg_catalog.set_config('app.x', '1', false)");
+    b.reported.set('server_version', '18.0'); // fixed: not the session's to set
+    b.reportedStamp++;
+    expect(settingsId(b)).toBe(settingsId(a));
   });
 
   it('a backend with settings of another client is given RESETs for what this one lacks', () => {
