@@ -14,7 +14,7 @@ import { buildRef, type RefBuild } from './lib/against.js';
 import { errorCount, fmt } from './lib/stats.js';
 import { catalogLines, runCatalog, type CatalogResult } from './scenarios/catalog.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
-import { runRest, runRestOwnCores, type RestOwnCoresResult, type RestResult } from './scenarios/rest.js';
+import { AT_RATE_SHARE, runRest, runRestOwnCores, type RestOwnCoresResult, type RestResult } from './scenarios/rest.js';
 import { runSoak, SOAK_MAX_RSS_CHANGE_PCT, type SoakResult } from './scenarios/soak.js';
 import { BARE_RELAY, SESSION_MODE, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
@@ -343,7 +343,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     '',
     ...(results.rest?.atRate
       ? [
-          `The same targets at a fixed ${fmt(results.rest.atRate.rate)} req/s (half the slowest one's median above), where each serves the same load: the CPU per request is a request's work, without the contention of saturated cores.`,
+          `The same targets at a fixed ${fmt(results.rest.atRate.rate)} req/s (${Math.round(AT_RATE_SHARE * 100)} % of the slowest one's median above), where each serves the same load: the CPU per request is a request's work, without the contention of saturated cores.`,
           '',
           ...restTable(results.rest.atRate.targets, `REST at ${fmt(results.rest.atRate.rate)} req/s`),
           '',
