@@ -225,7 +225,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
       log(`pgbench -i -s ${settings.scale} through repobase${ref.suffix}`);
       await initPgbench(ref.env, settings.scale);
     }
-    if (wanted('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
+    if (wanted('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log, ref).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
     if (wanted('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log, ref);
     if (wanted('wire-own-cores')) {
       results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log, ref);
@@ -261,7 +261,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
   const own = typeof results.wireOwnCores === 'object' ? results.wireOwnCores : undefined;
   const ab = refBuild
     ? abRows(
-        { wire: results.wire, wireOwnCores: own?.results, rest: results.rest?.targets, restAtRate: results.rest?.atRate?.targets, restOwnCores: typeof results.restOwnCores === 'object' ? results.restOwnCores.targets : undefined, citus: typeof results.citus === 'object' ? results.citus : undefined },
+        { wire: results.wire, wireOwnCores: own?.results, rest: results.rest?.targets, restAtRate: results.rest?.atRate?.targets, restOwnCores: typeof results.restOwnCores === 'object' ? results.restOwnCores.targets : undefined, citus: typeof results.citus === 'object' ? results.citus : undefined, clients: typeof results.clients === 'object' ? results.clients : undefined },
         refBuild.suffix,
       )
     : [];

@@ -4,6 +4,7 @@
  * with the median and the spread of those ratios, and the goals that compare the two.
  */
 import type { CitusResult } from '../scenarios/citus.js';
+import { CLIENTS_REPOBASE, type ClientsResult } from '../scenarios/clients.js';
 import type { RestResult } from '../scenarios/rest.js';
 import type { WireResult } from '../scenarios/wire.js';
 import { fmt, summarize, type Summary } from './stats.js';
@@ -17,6 +18,8 @@ export interface AbInput {
   restAtRate?: RestResult['targets'] | undefined;
   restOwnCores?: RestResult['targets'] | undefined;
   citus?: CitusResult | undefined;
+  /** Many clients on few backends. */
+  clients?: ClientsResult | undefined;
 }
 
 export interface AbRow {
@@ -86,6 +89,7 @@ export function abRows(input: AbInput, suffix: string): AbRow[] {
     ...restRows(input.rest, shipped, suffix, 'REST one-row select'),
     ...restRows(input.restAtRate, shipped, suffix, AT_RATE),
     ...restRows(input.restOwnCores, ['repobase'], suffix, 'own cores: REST one-row select'),
+    ...(input.clients?.results ?? []).flatMap((c) => row(`${input.clients!.clients} clients: ${c.scenario}`, CLIENTS_REPOBASE, 'TPS', c.targets[CLIENTS_REPOBASE]?.tps, c.targets[CLIENTS_REPOBASE + suffix]?.tps)),
     ...wireRows(input.citus?.wire, ['repobase on Citus'], suffix, 'Citus: '),
     ...restRows(input.citus?.rest, ['repobase on Citus'], suffix, 'Citus: REST one-row select'),
     ...restRows(input.citus?.restSettingFree, ['repobase on Citus'], suffix, 'Citus: REST SELECT 1 (setting-free)'),
@@ -94,7 +98,7 @@ export function abRows(input: AbInput, suffix: string): AbRow[] {
 
 /** The A/B table. */
 export function abLines(rows: AbRow[], ref: { ref: string; sha: string }): string[] {
-  if (rows.length === 0) return [`A/B against ${ref.ref}: no scenario that compares builds ran (wire, wire-own-cores, rest, rest-own-cores, citus)`];
+  if (rows.length === 0) return [`A/B against ${ref.ref}: no scenario that compares builds ran (wire, wire-own-cores, clients, rest, rest-own-cores, citus)`];
   const digits = (r: AbRow) => (r.measure.startsWith('CPU') ? 1 : 0);
   return [
     `A/B against ${ref.ref} (${ref.sha.slice(0, 12)}), both builds in the same rounds, each on an upstream of its own: this build / ${ref.ref}, the median of the rounds' ratios (min–max).`,

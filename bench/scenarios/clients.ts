@@ -10,7 +10,7 @@
  */
 import { join } from 'node:path';
 import pg from 'pg';
-import { conninfo, POOL_SIZE, USER, type BenchEnv, type Conn } from '../env.js';
+import { conninfo, POOL_SIZE, USER, type BenchEnv, type Conn, type RefEnv } from '../env.js';
 import { freePort, run } from '../lib/proc.js';
 import { startPgbouncer } from '../lib/pgbouncer.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
@@ -60,7 +60,11 @@ async function peakBackends<T>(admin: pg.Client, work: () => Promise<T>): Promis
   }
 }
 
-export async function runClients(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void): Promise<ClientsResult | string> {
+/** The name of this build's repobase target (the ref's is the same with its suffix). */
+export const CLIENTS_REPOBASE = REPOBASE;
+
+/** With `ref`, that build's repobase as shipped too, on its own upstream, in the same rounds. */
+export async function runClients(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void, ref?: RefEnv): Promise<ClientsResult | string> {
   if ('unavailable' in env.pgbouncer) return `PgBouncer unavailable: ${env.pgbouncer.unavailable}`;
   const port = await freePort();
   const bouncerConn: Conn = { host: '127.0.0.1', port, user: USER, password: env.direct.password, dbname: 'bench' };
@@ -69,21 +73,29 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
     { dir: join(env.dir, 'pgbouncer-transaction'), port, upstreamPort: env.direct.port, database: 'bench', user: USER, password: env.direct.password, poolMode: 'transaction', poolSize: POOL_SIZE * 2, tlsCert: join(certDir, 'tls-cert.pem'), tlsKey: join(certDir, 'tls-key.pem') },
     async () => (await run('psql', [conninfo(bouncerConn), '-Atc', 'SELECT 1'])).stdout.trim() === '1',
   );
-  const admin = new pg.Client({ connectionString: env.adminUrl });
-  admin.on('error', () => undefined);
-  await admin.connect();
+  const admins: pg.Client[] = [];
+  const adminOf = async (world: BenchEnv) => {
+    const admin = new pg.Client({ connectionString: world.adminUrl });
+    admin.on('error', () => undefined);
+    admins.push(admin);
+    await admin.connect();
+    return admin;
+  };
   try {
-    const targets: [string, Conn][] = [
-      [REPOBASE, env.repobase],
-      [BOUNCER, bouncerConn],
-      [DIRECT, env.direct],
+    const admin = await adminOf(env);
+    /** Each target, the direct connection to its world's Postgres (tables reset there) and that Postgres' admin (backends counted there). */
+    const targets: [string, Conn, Conn, pg.Client][] = [
+      [REPOBASE, env.repobase, env.direct, admin],
+      ...(ref ? [[REPOBASE + ref.suffix, ref.env.repobase, ref.env.direct, await adminOf(ref.env)] as [string, Conn, Conn, pg.Client]] : []),
+      [BOUNCER, bouncerConn, env.direct, admin],
+      [DIRECT, env.direct, env.direct, admin],
     ];
     const results: ClientsResult['results'] = [];
     for (const scenario of CLIENTS_SCENARIOS) {
       const samples = new Map(targets.map(([n]) => [n, { tps: [] as number[], backends: [] as number[] }]));
       for (let round = 0; round < opts.rounds; round++) {
-        for (const [name, conn] of targets) {
-          if (scenario.writes) await resetTables(env.direct);
+        for (const [name, conn, direct, admin] of targets) {
+          if (scenario.writes) await resetTables(direct);
           const { value, peak } = await peakBackends(admin, () => pgbench(conn, scenario, { rounds: 1, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients }));
           samples.get(name)!.tps.push(value.tps);
           samples.get(name)!.backends.push(peak);
@@ -94,7 +106,7 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
     }
     return { clients: opts.clients, results };
   } finally {
-    await admin.end().catch(() => undefined);
+    for (const admin of admins) await admin.end().catch(() => undefined);
     await bouncer.stop();
   }
 }

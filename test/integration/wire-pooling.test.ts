@@ -272,6 +272,22 @@ describe('prepared statements follow each client', () => {
     await d.query('DEALLOCATE ALL');
     await expect(d.query('EXECUTE p(1)')).rejects.toMatchObject({ code: '26000' });
   });
+
+  it("a backend left holding more than 500 of a client's statements is reset (DISCARD ALL) when the client leaves; one with a few is kept as it is", async () => {
+    const lastQuery = async (pid: number) => (await admin.query<{ query: string }>('SELECT query FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0]?.query;
+    const fill = async (statements: number) => {
+      const c = await connect();
+      for (let i = 0; i < statements; i++) await c.query({ name: `many${i}`, text: `SELECT ${i} + 1000000 AS n` });
+      const pid = await backendOf(c, admin);
+      await c.end();
+      return pid;
+    };
+    const few = await fill(3);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await lastQuery(few)).not.toBe('DISCARD ALL');
+    const many = await fill(501);
+    await expect.poll(() => lastQuery(many), { timeout: 5_000 }).toBe('DISCARD ALL');
+  });
 });
 
 describe("the client's process id", () => {
