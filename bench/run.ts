@@ -163,7 +163,7 @@ function soakLines(s: SoakResult): string[] {
 }
 
 /** Scenarios whose targets an `--against` run also runs on the other build. */
-const COMPARED = ['wire', 'wire-own-cores', 'rest', 'rest-own-cores', 'citus'];
+const COMPARED = ['wire', 'wire-own-cores', 'clients', 'rest', 'rest-own-cores', 'citus'];
 
 async function main(): Promise<void> {
   // Built first: a ref that does not build stops the run before anything started.
