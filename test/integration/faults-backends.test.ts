@@ -224,15 +224,21 @@ describe('a client that vanishes leaves nothing behind', () => {
 });
 
 describe('a user whose sessions are all busy', () => {
-  it('clients waiting in line each get 53300 their own pgPoolTimeoutMs after they began to wait', async () => {
-    const ida = await svc.user('line');
+  /** Clients of `who` holding every session the user may have, each in a transaction. */
+  async function holdAll(who: { name: string; key: string }): Promise<pg.Client[]> {
     const holders: pg.Client[] = [];
     for (let i = 0; i < SESSIONS_PER_USER; i++) {
-      const h = await connect(ida);
+      const h = await connect(who);
       await h.query('BEGIN');
       await h.query('SELECT 1');
       holders.push(h);
     }
+    return holders;
+  }
+
+  it('clients waiting in line each get 53300 their own pgPoolTimeoutMs after they began to wait', async () => {
+    const ida = await svc.user('line');
+    const holders = await holdAll(ida);
     const [w1, w2] = [await connect(ida), await connect(ida)];
     const start = Date.now();
     const refusedAt = (c: pg.Client) =>
@@ -254,13 +260,7 @@ describe('a user whose sessions are all busy', () => {
 
   it('the next client waits, then gets 53300; other users are unaffected; room again once a holder leaves', async () => {
     const gus = await svc.user('busy');
-    const holders: pg.Client[] = [];
-    for (let i = 0; i < SESSIONS_PER_USER; i++) {
-      const h = await connect(gus);
-      await h.query('BEGIN');
-      await h.query('SELECT 1');
-      holders.push(h);
-    }
+    const holders = await holdAll(gus);
     const fourth = await connect(gus); // idle clients hold no session: the login succeeds
     const start = Date.now();
     const refused = await fourth.query('SELECT 1').then(
