@@ -89,7 +89,18 @@ function wireTable(wire: WireResult[], workers: number): string[] {
       `| ${w.scenario} | ${fmt(tps('direct') ?? NaN)} | ${fmt(tps('pgbouncer') ?? NaN)} | ${fmt(tps('repobase') ?? NaN)} | ${fmt(tps(SINGLE) ?? NaN)} | ${fmt(tps(SESSION_MODE) ?? NaN)} | ${fmt(tps(BARE_RELAY) ?? NaN)} | ${fmt(t.repobase?.latencyMs.median ?? NaN, 3)} | ${fmt(ratio(tps('repobase'), tps('direct')), 2)} | ${fmt(ratio(tps('repobase'), tps('pgbouncer')), 2)} | ${fmt(ratio(tps(SINGLE), tps('pgbouncer')), 2)} | ${fmt(ratio(tps('repobase'), tps(SESSION_MODE)), 2)} | ${fmt(ratio(tps(BARE_RELAY), tps('pgbouncer')), 2)} | ${spread} |`,
     );
   }
-  return lines;
+  return [...lines, '', ...cpuTable(wire)];
+}
+
+/** The proxies' CPU µs per transaction (their processes, from /proc), for the targets the bench started. */
+function cpuTable(wire: WireResult[]): string[] {
+  const names = [...new Set(wire.flatMap((w) => Object.entries(w.targets).filter(([, r]) => r.cpuUs).map(([n]) => n)))];
+  if (names.length === 0) return [];
+  return [
+    `| scenario | ${names.map((n) => `${n} CPU µs/tx`).join(' | ')} |`,
+    `|---|${names.map(() => '---|').join('')}`,
+    ...wire.map((w) => `| ${w.scenario} | ${names.map((n) => fmt(w.targets[n]?.cpuUs?.median ?? NaN, 1)).join(' | ')} |`),
+  ];
 }
 
 /** repobase on a Citus coordinator against the coordinator directly (see bench/scenarios/citus.ts). */
@@ -132,7 +143,7 @@ function ownCoresTable(own: OwnCoresResult): string[] {
       `| ${w.scenario} | ${fmt(tps('direct') ?? NaN)} | ${fmt(tps('pgbouncer') ?? NaN)} | ${fmt(tps('repobase') ?? NaN)} | ${fmt(t.repobase?.latencyMs.median ?? NaN, 3)} | ${fmt(ratio(tps('repobase'), tps('direct')), 2)} | ${fmt(ratio(tps('repobase'), tps('pgbouncer')), 2)} | ${spread} |`,
     );
   }
-  return lines;
+  return [...lines, '', ...cpuTable(own.results)];
 }
 
 function restTable(targets: RestResult['targets'], title = 'REST (32 connections)'): string[] {

@@ -61,7 +61,12 @@ function row(scenario: string, target: string, measure: string, ours: Summary | 
 }
 
 function wireRows(results: WireResult[] | undefined, targets: readonly string[], suffix: string, label: string): AbRow[] {
-  return (results ?? []).flatMap((w) => targets.flatMap((t) => row(`${label}${w.scenario}`, t, 'TPS', w.targets[t]?.tps, w.targets[t + suffix]?.tps)));
+  return (results ?? []).flatMap((w) =>
+    targets.flatMap((t) => [
+      ...row(`${label}${w.scenario}`, t, 'TPS', w.targets[t]?.tps, w.targets[t + suffix]?.tps),
+      ...row(`${label}${w.scenario}`, t, 'CPU µs/transaction, service', w.targets[t]?.cpuUs, w.targets[t + suffix]?.cpuUs),
+    ]),
+  );
 }
 
 function restRows(results: RestResult['targets'] | undefined, targets: readonly string[], suffix: string, label: string): AbRow[] {

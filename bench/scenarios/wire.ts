@@ -9,7 +9,7 @@
 import { conninfo, repobaseOn, type BenchEnv, type Conn, type RefEnv } from '../env.js';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
-import { cpuSplit, freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
+import { cpuMicrosOf, cpuSplit, freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 export interface WireScenario {
@@ -31,6 +31,8 @@ export const WIRE_SCENARIOS: WireScenario[] = [
 export interface TargetResult {
   tps: Summary;
   latencyMs: Summary;
+  /** CPU µs per transaction of the target's own processes (a proxy's), where the bench started them. */
+  cpuUs?: Summary;
 }
 
 export interface WireResult {
@@ -49,16 +51,17 @@ const WARMUP_SECONDS = 2;
 const WARMUP_AFTER_SECONDS = 5;
 
 /** pgbench once; on `cpus` only when given. */
-export async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cpus?: readonly number[]): Promise<{ tps: number; latency: number }> {
+export async function pgbench(conn: Conn, scenario: WireScenario, opts: WireOptions, cpus?: readonly number[]): Promise<{ tps: number; latency: number; transactions: number }> {
   const args = [...scenario.args, '-c', String(opts.clients), '-j', '2', '-T', String(opts.seconds), '-n', conninfo(conn, scenario.tls ? 'require' : 'disable')];
   const r = cpus ? await run('taskset', ['-c', cpus.join(','), 'pgbench', ...args]) : await run('pgbench', args);
   const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(r.stdout)?.[1]);
   const latency = Number(/latency average = ([\d.]+) ms/.exec(r.stdout)?.[1]);
+  const transactions = Number(/number of transactions actually processed: (\d+)/.exec(r.stdout)?.[1]);
   const failed = Number(/number of failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0);
   if (r.code !== 0 || !Number.isFinite(tps) || failed > 0) {
     throw new Error(`pgbench ${scenario.name} failed (exit ${r.code}, ${failed} failed):\n${r.stderr.slice(-2000)}`);
   }
-  return { tps, latency };
+  return { tps, latency, transactions };
 }
 
 /**
@@ -88,34 +91,34 @@ export async function runWire(env: BenchEnv, opts: WireOptions, log: (s: string)
   const relay = start('bare-relay', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-relay.js'), String(relayPort), String(env.direct.port)], process.env);
   try {
     await waitFor('bare relay', async () => (await run('psql', [conninfo({ ...env.direct, port: relayPort }), '-Atc', 'SELECT 1'])).stdout.trim() === '1');
-    return await runAll(env, opts, log, { ...env.direct, port: relayPort }, ref);
+    return await runAll(env, opts, log, { ...env.direct, port: relayPort }, relay.child.pid, ref);
   } finally {
     await relay.stop();
   }
 }
 
-function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bareRelay: Conn, ref: RefEnv | undefined): Promise<WireResult[]> {
+function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bareRelay: Conn, bareRelayPid: number | undefined, ref: RefEnv | undefined): Promise<WireResult[]> {
   const targets: WireTarget[] = [
     target('direct', env.direct, env),
     ...bouncer(env),
-    target('repobase', env.repobase, env),
-    ...(ref ? [target(`repobase${ref.suffix}`, ref.env.repobase, ref.env)] : []),
-    target('repobase 1 process', env.single, env),
-    ...(ref ? [target(`repobase 1 process${ref.suffix}`, ref.env.single, ref.env)] : []),
-    target(SESSION_MODE, env.session, env),
-    target(BARE_RELAY, bareRelay, env),
+    target('repobase', env.repobase, env, env.repobase.pid),
+    ...(ref ? [target(`repobase${ref.suffix}`, ref.env.repobase, ref.env, ref.env.repobase.pid)] : []),
+    target('repobase 1 process', env.single, env, env.single.pid),
+    ...(ref ? [target(`repobase 1 process${ref.suffix}`, ref.env.single, ref.env, ref.env.single.pid)] : []),
+    target(SESSION_MODE, env.session, env, env.session.pid),
+    target(BARE_RELAY, bareRelay, env, bareRelayPid),
   ];
   // TLS: the bare relay would only pass the direct connection's TLS through.
   return interleave(WIRE_SCENARIOS, (scenario) => (scenario.tls ? targets.filter((t) => t.name !== 'direct' && t.name !== BARE_RELAY) : targets), opts, log);
 }
 
-/** A target of `env`'s world: writing scenarios reset the tables of that world's Postgres. */
-function target(name: string, conn: Conn, env: Pick<BenchEnv, 'direct'>): WireTarget {
-  return { name, conn, direct: env.direct };
+/** A target of `env`'s world: writing scenarios reset the tables of that world's Postgres; `pid`: its process, whose CPU is counted. */
+function target(name: string, conn: Conn, env: Pick<BenchEnv, 'direct'>, pid?: number): WireTarget {
+  return { name, conn, direct: env.direct, pid };
 }
 
 function bouncer(env: BenchEnv): WireTarget[] {
-  return 'unavailable' in env.pgbouncer ? [] : [target('pgbouncer', env.pgbouncer, env)];
+  return 'unavailable' in env.pgbouncer ? [] : [target('pgbouncer', env.pgbouncer, env, env.pgbouncer.pid)];
 }
 
 /** One target of a wire scenario. */
@@ -124,6 +127,8 @@ export interface WireTarget {
   conn: Conn;
   /** The direct connection to the Postgres it reaches, where its tables are reset before a writing run. */
   direct: Conn;
+  /** The proxy's process (and its workers), whose CPU per transaction is reported. */
+  pid?: number | undefined;
 }
 
 /**
@@ -135,7 +140,7 @@ export async function interleave(scenarios: WireScenario[], targetsOf: (s: WireS
   const results: WireResult[] = [];
   for (const scenario of scenarios) {
     const use = targetsOf(scenario);
-    const samples = new Map(use.map((t) => [t.name, { tps: [] as number[], lat: [] as number[] }]));
+    const samples = new Map(use.map((t) => [t.name, { tps: [] as number[], lat: [] as number[], cpu: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const t of round % 2 ? [...use].reverse() : use) {
         // Each target's backends may have closed while the others ran (repobase's after
@@ -144,15 +149,18 @@ export async function interleave(scenarios: WireScenario[], targetsOf: (s: WireS
         // transaction as the load needs them).
         if (opts.seconds >= WARMUP_AFTER_SECONDS) await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus);
         if (scenario.writes) await resetTables(t.direct);
+        const cpuBefore = t.pid === undefined ? 0 : cpuMicrosOf(t.pid);
         const r = await pgbench(t.conn, scenario, opts, cpus);
-        samples.get(t.name)!.tps.push(r.tps);
-        samples.get(t.name)!.lat.push(r.latency);
+        const sample = samples.get(t.name)!;
+        sample.tps.push(r.tps);
+        sample.lat.push(r.latency);
+        if (t.pid !== undefined) sample.cpu.push((cpuMicrosOf(t.pid) - cpuBefore) / Math.max(1, r.transactions));
         log(`${scenario.name}${cpus ? ' (proxies on cores of their own)' : ''} round ${round + 1} ${t.name}: ${r.tps.toFixed(0)} tps`);
       }
     }
     results.push({
       scenario: scenario.name,
-      targets: Object.fromEntries([...samples].map(([n, s]) => [n, { tps: summarize(s.tps), latencyMs: summarize(s.lat) }])),
+      targets: Object.fromEntries([...samples].map(([n, s]) => [n, { tps: summarize(s.tps), latencyMs: summarize(s.lat), ...(s.cpu.length > 0 ? { cpuUs: summarize(s.cpu) } : {}) }])),
     });
   }
   return results;
@@ -184,7 +192,7 @@ export async function runWireOwnCores(env: BenchEnv, opts: WireOptions & { scena
   try {
     for (const pid of postgres) await pinTree(pid, loadCpus);
     for (const pid of proxies) await pinTree(pid, proxyCpus);
-    const targets = [target('direct', env.direct, env), ...bouncer(env), target('repobase', repobase, env), ...(ref && theirs ? [target(`repobase${ref.suffix}`, theirs, ref.env)] : [])];
+    const targets = [target('direct', env.direct, env), ...bouncer(env), target('repobase', repobase, env, repobase.pid), ...(ref && theirs ? [target(`repobase${ref.suffix}`, theirs, ref.env, theirs.pid)] : [])];
     const results = await interleave(
       WIRE_SCENARIOS.filter((s) => !s.tls).slice(0, opts.scenarios),
       () => targets,
