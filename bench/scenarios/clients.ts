@@ -24,7 +24,8 @@ export const CLIENTS_SCENARIOS: WireScenario[] = [
 /** 200 direct connections take seconds to open on a busy machine, and pgbench counts that time in the run. */
 const MIN_SECONDS = 20;
 
-const REPOBASE = 'repobase (transaction)';
+/** This build's repobase target (the ref's is the same with its suffix). */
+export const CLIENTS_REPOBASE = 'repobase (transaction)';
 const BOUNCER = 'PgBouncer (transaction)';
 const DIRECT = 'direct (a backend per client)';
 
@@ -60,9 +61,6 @@ async function peakBackends<T>(admin: pg.Client, work: () => Promise<T>): Promis
   }
 }
 
-/** The name of this build's repobase target (the ref's is the same with its suffix). */
-export const CLIENTS_REPOBASE = REPOBASE;
-
 /** With `ref`, that build's repobase as shipped too, on its own upstream, in the same rounds. */
 export async function runClients(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void, ref?: RefEnv): Promise<ClientsResult | string> {
   if ('unavailable' in env.pgbouncer) return `PgBouncer unavailable: ${env.pgbouncer.unavailable}`;
@@ -83,18 +81,18 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
   };
   try {
     const admin = await adminOf(env);
-    /** Each target, the direct connection to its world's Postgres (tables reset there) and that Postgres' admin (backends counted there). */
-    const targets: [string, Conn, Conn, pg.Client][] = [
-      [REPOBASE, env.repobase, env.direct, admin],
-      ...(ref ? [[REPOBASE + ref.suffix, ref.env.repobase, ref.env.direct, await adminOf(ref.env)] as [string, Conn, Conn, pg.Client]] : []),
-      [BOUNCER, bouncerConn, env.direct, admin],
-      [DIRECT, env.direct, env.direct, admin],
+    /** Each target, with the direct connection to its world's Postgres (tables reset there) and that Postgres' admin (backends counted there). */
+    const targets: { name: string; conn: Conn; direct: Conn; admin: pg.Client }[] = [
+      { name: CLIENTS_REPOBASE, conn: env.repobase, direct: env.direct, admin },
+      ...(ref ? [{ name: CLIENTS_REPOBASE + ref.suffix, conn: ref.env.repobase, direct: ref.env.direct, admin: await adminOf(ref.env) }] : []),
+      { name: BOUNCER, conn: bouncerConn, direct: env.direct, admin },
+      { name: DIRECT, conn: env.direct, direct: env.direct, admin },
     ];
     const results: ClientsResult['results'] = [];
     for (const scenario of CLIENTS_SCENARIOS) {
-      const samples = new Map(targets.map(([n]) => [n, { tps: [] as number[], backends: [] as number[] }]));
+      const samples = new Map(targets.map((t) => [t.name, { tps: [] as number[], backends: [] as number[] }]));
       for (let round = 0; round < opts.rounds; round++) {
-        for (const [name, conn, direct, admin] of targets) {
+        for (const { name, conn, direct, admin } of targets) {
           if (scenario.writes) await resetTables(direct);
           const { value, peak } = await peakBackends(admin, () => pgbench(conn, scenario, { rounds: 1, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients }));
           samples.get(name)!.tps.push(value.tps);
@@ -123,7 +121,7 @@ export function clientsLines(r: ClientsResult): string[] {
     '|---|---|---|---|---|---|---|',
     ...r.results.map(
       (row) =>
-        `| ${row.scenario} | ${fmt(tps(row, REPOBASE) ?? NaN)} | ${fmt(tps(row, BOUNCER) ?? NaN)} | ${fmt(tps(row, DIRECT) ?? NaN)} | ${[REPOBASE, BOUNCER, DIRECT].map((t) => fmt(row.targets[t]?.backends.max ?? NaN)).join(' / ')} | ${fmt(ratio(tps(row, REPOBASE), tps(row, BOUNCER)), 2)} | ${fmt(ratio(tps(row, REPOBASE), tps(row, DIRECT)), 2)} |`,
+        `| ${row.scenario} | ${fmt(tps(row, CLIENTS_REPOBASE) ?? NaN)} | ${fmt(tps(row, BOUNCER) ?? NaN)} | ${fmt(tps(row, DIRECT) ?? NaN)} | ${[CLIENTS_REPOBASE, BOUNCER, DIRECT].map((t) => fmt(row.targets[t]?.backends.max ?? NaN)).join(' / ')} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, BOUNCER)), 2)} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, DIRECT)), 2)} |`,
     ),
   ];
 }
@@ -133,7 +131,7 @@ export function clientsGoals(r: ClientsResult | undefined): { name: string; targ
   const row = (name: string) => r?.results.find((x) => x.scenario === name)?.targets;
   const goal = (name: string, scenario: string, against: string) => {
     const t = row(scenario);
-    const value = ratio(t?.[REPOBASE]?.tps.median, t?.[against]?.tps.median);
+    const value = ratio(t?.[CLIENTS_REPOBASE]?.tps.median, t?.[against]?.tps.median);
     return { name, target: '≥ 1.0', ratio: value, passed: value >= 1 };
   };
   return [

@@ -45,7 +45,7 @@ export interface RestResult {
 }
 
 /**
- * The fixed rate's share of the slowest target's saturated median. A third: at a half, a run
+ * The fixed rate's share of the slowest target's saturated median. At a half, a run
  * whose targets each went slower in their fixed-rate rounds than in their saturated ones (the
  * machine's load moved) saw several reach only 1,620–1,770 of the 1,800 req/s asked, saturated
  * again, so their CPU per request was not a request's work alone.

@@ -34,9 +34,7 @@ interface Idle {
 interface Waiter {
   key: string;
   params: Readonly<Record<string, string>>;
-  /** When it began to wait (Date.now()). */
-  since: number;
-  /** The same, by the monotonic clock: its deadline and the wait histogram. */
+  /** When it began to wait (performance.now()): how long it has waited, its deadline, the wait histogram. */
   started: number;
   resolve(session: UpstreamSession): void;
   reject(err: unknown): void;
@@ -296,7 +294,7 @@ export class SessionPool {
    */
   private wait(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { key, params, since: Date.now(), started: performance.now(), resolve, reject, leaveBudget: undefined };
+      const waiter: Waiter = { key, params, started: performance.now(), resolve, reject, leaveBudget: undefined };
       let list = this.waiting.get(role);
       if (list === undefined) this.waiting.set(role, (list = []));
       list.push(waiter);
@@ -325,9 +323,8 @@ export class SessionPool {
     waiter.leaveBudget = undefined;
     const list = this.waiting.get(role);
     if (list === undefined) return;
-    const i = list[0] === waiter ? 0 : list.indexOf(waiter);
-    if (i === 0) list.shift();
-    else if (i > 0) list.splice(i, 1);
+    const i = list.indexOf(waiter);
+    if (i >= 0) list.splice(i, 1);
     if (list.length > 0) {
       if (i === 0) this.makeRoom(role); // the next in line may go ahead
       return;
@@ -342,10 +339,7 @@ export class SessionPool {
 
   /** Arms the role's line timer to look at its first waiter in `ms`. */
   private expireAt(role: string, ms: number): void {
-    this.lineTimers.set(
-      role,
-      setTimeout(() => this.expire(role), Math.max(1, Math.ceil(ms))),
-    );
+    this.lineTimers.set(role, setTimeout(() => this.expire(role), Math.max(1, Math.ceil(ms))));
   }
 
   /** Fails the role's waiters whose time is up (the first ones: all wait `waitMs`), and looks again at the next one's deadline. */
@@ -382,7 +376,7 @@ export class SessionPool {
       // process whose looks come late (its event loop lags) is held up by its own CPU, not by
       // backends — another one would only add work to Postgres on the same cores: the pool
       // grows no further until the process catches up.
-      const waited = Date.now() - first.since;
+      const waited = performance.now() - first.started;
       if ((waited < grow || this.lateBy > grow) && (this.inUse(role) > 0 || this.opening.has(role))) return this.lookAgain(role, waited < grow ? grow - waited : grow);
     }
     if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole) return void this.closeIdle(role);

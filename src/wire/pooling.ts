@@ -17,7 +17,7 @@ import { settingReplays, stateChecks } from '../observe/metrics.js';
 import { BackendState, checkSql, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
 import { PreparedStatements, type Sent } from './prepared.js';
 import type { Pending } from './answers.js';
-import { literal, settingsDiff, settingsId } from './session-settings.js';
+import { literal, settingsDiff, settingsId, settingsStamp } from './session-settings.js';
 import { announcement, Senders } from './notifications.js';
 import { quoteIdent } from '../policy/names.js';
 import { TextOf } from './reading.js';
@@ -228,7 +228,7 @@ export class Pooling {
   private inSync(backend: BackendState): boolean {
     const s = backend.synced;
     const c = this.client;
-    return s !== undefined && s.client === c.id && s.clientStamp === c.other.stamp + c.reportedStamp && s.backendStamp === backend.other.stamp + backend.reportedStamp;
+    return s !== undefined && s.client === c.id && s.clientStamp === settingsStamp(c) && s.backendStamp === settingsStamp(backend);
   }
 
   /** Whether the backend has the client's settings (another client with the same left it): then marked in sync. */
@@ -238,9 +238,13 @@ export class Pooling {
     return true;
   }
 
+  /** Notes the backend in sync with the client as both are now (in place: many clients on few backends do it every transaction). */
   private markSynced(backend: BackendState): void {
     const c = this.client;
-    backend.synced = { client: c.id, clientStamp: c.other.stamp + c.reportedStamp, backendStamp: backend.other.stamp + backend.reportedStamp };
+    const s = (backend.synced ??= { client: 0, clientStamp: 0, backendStamp: 0 });
+    s.client = c.id;
+    s.clientStamp = settingsStamp(c);
+    s.backendStamp = settingsStamp(backend);
   }
 
   /** A statement (or Execute) of the client succeeded. */

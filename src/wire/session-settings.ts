@@ -65,6 +65,11 @@ export interface SettingsHolder {
   settingsMemo: { stamp: number; id: number } | undefined;
 }
 
+/** Grows with every change of the session's settings (either kind). */
+export function settingsStamp(h: Pick<SettingsHolder, 'other' | 'reportedStamp'>): number {
+  return h.other.stamp + h.reportedStamp;
+}
+
 /** A number per set of settings seen: changeable reported values and other settings' values (by identity). */
 const settingsIds = new Map<string, number>();
 let nextSettingsId = 1;
@@ -80,7 +85,7 @@ let nextValueId = 1;
  * one side reports): `settingsDiff` says.
  */
 export function settingsId(h: SettingsHolder): number {
-  const stamp = h.other.stamp + h.reportedStamp;
+  const stamp = settingsStamp(h);
   const memo = h.settingsMemo;
   if (memo !== undefined && memo.stamp === stamp) return memo.id;
   const parts: string[] = [];
