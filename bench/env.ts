@@ -188,4 +188,6 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
 export interface RefEnv {
   env: BenchEnv;
   suffix: string;
+  /** Whether that build pools wire clients by transaction (see `RefBuild`). */
+  poolsByTransaction: boolean;
 }

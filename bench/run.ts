@@ -11,6 +11,7 @@ import { packageRoot } from '../src/shared/package-root.js';
 import { startBenchEnv, type BenchEnv, type RefEnv } from './env.js';
 import { abGoals, abLines, abRows } from './lib/ab.js';
 import { buildRef, type RefBuild } from './lib/against.js';
+import { busyLines, busyWhileIdle, type BusyWhileIdle } from './lib/idle.js';
 import { errorCount, fmt } from './lib/stats.js';
 import { catalogLines, runCatalog, type CatalogResult } from './scenarios/catalog.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
@@ -209,7 +210,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     if (refBuild && COMPARED.some((s) => s !== 'citus' && wanted(s))) {
       const theirs = await startBenchEnv(log, { bin: refBuild.bin, pgbouncer: false, label: refBuild.ref, workers });
       stops.push(() => theirs.stop());
-      ref = { env: theirs, suffix: refBuild.suffix };
+      ref = { env: theirs, suffix: refBuild.suffix, poolsByTransaction: refBuild.poolsByTransaction };
     }
   } catch (err: unknown) {
     await stopAll();
@@ -229,6 +230,23 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     soak?: SoakResult | string;
     clients?: ClientsResult | string;
   } = {};
+  // Every proxy of the run, watched for a second before each scenario (lib/idle.ts).
+  const proxies = new Map<string, number>([
+    ['repobase', env.repobase.pid],
+    [SINGLE, env.single.pid],
+    [SESSION_MODE, env.session.pid],
+    ...('pid' in env.pgbouncer ? [['pgbouncer', env.pgbouncer.pid] as [string, number]] : []),
+    ...(ref ? [[`repobase${ref.suffix}`, ref.env.repobase.pid] as [string, number], [`${SINGLE}${ref.suffix}`, ref.env.single.pid] as [string, number], [`${SESSION_MODE}${ref.suffix}`, ref.env.session.pid] as [string, number]] : []),
+  ]);
+  const busy: BusyWhileIdle[] = [];
+  /** Whether `scenario` runs; if it does, the proxies are checked idle first. */
+  const starting = async (scenario: string): Promise<boolean> => {
+    if (!wanted(scenario)) return false;
+    const found = await busyWhileIdle(scenario, proxies);
+    for (const b of found) log(`idle check before ${scenario}: ${b.target} used ${Math.round(b.cores * 100)} % of a core with no load`);
+    busy.push(...found);
+    return true;
+  };
   try {
     log(`pgbench -i -s ${settings.scale} through repobase`);
     await initPgbench(env, settings.scale);
@@ -236,27 +254,27 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
       log(`pgbench -i -s ${settings.scale} through repobase${ref.suffix}`);
       await initPgbench(ref.env, settings.scale);
     }
-    if (wanted('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log, ref).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
-    if (wanted('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log, ref);
-    if (wanted('wire-own-cores')) {
+    if (await starting('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log, ref).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
+    if (await starting('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log, ref);
+    if (await starting('wire-own-cores')) {
       results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log, ref);
     }
-    if (wanted('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
-    if (wanted('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
-    if (wanted('policy')) results.policy = await policyBench();
-    if (wanted('catalog')) {
+    if (await starting('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
+    if (await starting('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
+    if (await starting('policy')) results.policy = await policyBench();
+    if (await starting('catalog')) {
       results.catalog = await runCatalog(env, { repos: quick ? 500 : 10_000, rounds: quick ? 3 : 20 }, log).catch((err: unknown) => `catalog failed: ${(err as Error).message}`);
     }
-    if (wanted('soak')) {
+    if (await starting('soak')) {
       results.soak = await runSoak(env, { seconds: soakSeconds, wireClients: 150, restClients: 50, scale: settings.scale, judgeRss: !quick }, log).catch((err: unknown) => `soak failed: ${(err as Error).message}`);
     }
-    if (wanted('upload')) {
+    if (await starting('upload')) {
       results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
     }
-    if (wanted('connections')) {
+    if (await starting('connections')) {
       results.connections = await runConnections(env, settings.connections, log).catch((err: unknown) => `connections failed: ${(err as Error).message}`);
     }
-    if (wanted('web')) results.web = await runWeb(env, { logins: settings.logins, gridRows: settings.gridRows, gridRounds: settings.gridRounds }, log).catch((err: unknown) => `web failed: ${(err as Error).message}`);
+    if (await starting('web')) results.web = await runWeb(env, { logins: settings.logins, gridRows: settings.gridRows, gridRounds: settings.gridRounds }, log).catch((err: unknown) => `web failed: ${(err as Error).message}`);
   } finally {
     await stopAll();
   }
@@ -344,6 +362,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     '',
     `${date.slice(0, 10)}, ${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GiB, load average ${loadText(load.before)} at the start, ${loadText(load.after)} at the end; Node ${machine.node}, Postgres ${machine.postgres}, ${machine.pgbouncer}; ${settings.rounds} interleaved rounds, medians; pgbench scale ${settings.scale}, 8 clients, ${settings.seconds} s per run. repobase as shipped runs ${shippedAs} here; "1 process" is the same service with \`workers\` 1.`,
     '',
+    ...busyLines(busy),
     ...(results.wire ? wireTable(results.wire, env.repobase.workers) : ['Wire on shared cores: not run']),
     '',
     ...(own ? ownCoresTable(own) : [`Proxies on cores of their own: ${results.wireOwnCores ?? 'not run'}`]),
@@ -411,7 +430,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
   await mkdir(dir, { recursive: true });
   // latest.json is the full run the README quotes; smoke and partial runs never replace it.
   const file = quick ? 'quick.json' : only ? 'partial.json' : 'latest.json';
-  await writeFile(join(dir, file), JSON.stringify({ date, machine, settings, against: refBuild && { ref: refBuild.ref, sha: refBuild.sha }, targets, ab, results }, null, 2) + '\n');
+  await writeFile(join(dir, file), JSON.stringify({ date, machine, settings, against: refBuild && { ref: refBuild.ref, sha: refBuild.sha }, busyWhileIdle: busy, targets, ab, results }, null, 2) + '\n');
 }
 
 main().catch((err: unknown) => {

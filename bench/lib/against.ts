@@ -21,6 +21,11 @@ export interface RefBuild {
   bin: string;
   /** `@<ref>`: appended to the names of the ref's targets in the report. */
   suffix: string;
+  /**
+   * Whether the ref pools wire clients by transaction (`pgPoolMode`): a build before it holds a
+   * backend per client, refuses clients past its users' limit, and is not run by `clients`.
+   */
+  poolsByTransaction: boolean;
   /** Removes the worktree (kept when `keep`). */
   remove(): Promise<void>;
 }
@@ -67,5 +72,6 @@ export async function buildRef(ref: string, opts: { keep: boolean }, log: (s: st
       throw err;
     }
   }
-  return { ref, sha, bin: join(dir, 'bin', 'repobase.js'), suffix: ` @${ref}`, remove };
+  const poolsByTransaction = (await run('git', ['-C', packageRoot, 'grep', '-q', 'pgPoolMode', sha, '--', 'src'])).code === 0;
+  return { ref, sha, bin: join(dir, 'bin', 'repobase.js'), suffix: ` @${ref}`, poolsByTransaction, remove };
 }

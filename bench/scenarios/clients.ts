@@ -31,6 +31,8 @@ const DIRECT = 'direct (a backend per client)';
 
 export interface ClientsResult {
   clients: number;
+  /** Why the `--against` build was not run (it has no pooling by transaction). */
+  refNotRun?: string;
   results: { scenario: string; targets: Record<string, { tps: Summary; backends: Summary }> }[];
 }
 
@@ -61,9 +63,17 @@ async function peakBackends<T>(admin: pg.Client, work: () => Promise<T>): Promis
   }
 }
 
-/** With `ref`, that build's repobase as shipped too, on its own upstream, in the same rounds. */
-export async function runClients(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void, ref?: RefEnv): Promise<ClientsResult | string> {
+/**
+ * With `ref`, that build's repobase as shipped too, on its own upstream, in the same rounds — if it
+ * pools by transaction: a build before that holds a backend per client and refuses clients past its
+ * users' limit (one that did, d724f64, was left re-resetting its sessions in a loop afterwards,
+ * burning CPU under every scenario after it).
+ */
+export async function runClients(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void, refEnv?: RefEnv): Promise<ClientsResult | string> {
   if ('unavailable' in env.pgbouncer) return `PgBouncer unavailable: ${env.pgbouncer.unavailable}`;
+  const ref = refEnv?.poolsByTransaction ? refEnv : undefined;
+  const refNotRun = refEnv && !ref ? `repobase${refEnv.suffix} not run: that build has no pooling by transaction (${opts.clients} clients would be refused past its ${POOL_SIZE * 2} backends per user)` : undefined;
+  if (refNotRun) log(refNotRun);
   const port = await freePort();
   const bouncerConn: Conn = { host: '127.0.0.1', port, user: USER, password: env.direct.password, dbname: 'bench' };
   const certDir = join(env.dir, 'repobase');
@@ -102,7 +112,7 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
       }
       results.push({ scenario: scenario.name, targets: Object.fromEntries([...samples].map(([n, s]) => [n, { tps: summarize(s.tps), backends: summarize(s.backends) }])) });
     }
-    return { clients: opts.clients, results };
+    return { clients: opts.clients, refNotRun, results };
   } finally {
     for (const admin of admins) await admin.end().catch(() => undefined);
     await bouncer.stop();
@@ -123,6 +133,7 @@ export function clientsLines(r: ClientsResult): string[] {
       (row) =>
         `| ${row.scenario} | ${fmt(tps(row, CLIENTS_REPOBASE) ?? NaN)} | ${fmt(tps(row, BOUNCER) ?? NaN)} | ${fmt(tps(row, DIRECT) ?? NaN)} | ${[CLIENTS_REPOBASE, BOUNCER, DIRECT].map((t) => fmt(row.targets[t]?.backends.max ?? NaN)).join(' / ')} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, BOUNCER)), 2)} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, DIRECT)), 2)} |`,
     ),
+    ...(r.refNotRun ? ['', `${r.refNotRun}.`] : []),
   ];
 }
 
