@@ -1,7 +1,8 @@
 /**
  * Pooling by transaction: the pool follows the load, not the number of clients. A client that
  * finds none of its user's backends free waits for one to come back, and another is opened only
- * for a client once it has waited `pgPoolGrowAfterMs`, side by side for clients that all waited.
+ * for a client once it has waited `pgPoolGrowAfterMs`, side by side for clients that all waited,
+ * or once the line has had somebody in it that long without a break.
  * A client that finds its own backend serving another takes an idle one, and one more is opened
  * behind its back, so that clients running side by side stop moving between backends.
  */
@@ -70,6 +71,19 @@ it('clients that run side by side end up on backends of their own, opened behind
   // A client whose backend served another took an idle one and had one more opened for it, one at a time, never waiting.
   expect(await backends(u.name)).toBeGreaterThanOrEqual(4);
   expect(seen.map((s) => s.size)).toEqual([1, 1, 1, 1]);
+  await Promise.all(cs.map((c) => c.end()));
+});
+
+it('clients whose short transactions keep the line from ever emptying get more backends, one each pgPoolGrowAfterMs', async () => {
+  const u = await svc.user('queued');
+  const cs = await Promise.all(Array.from({ length: 6 }, () => connect(u)));
+  // One backend for all: each client waits a transaction's time (well under 400 ms), but there is
+  // always one waiting, and every transaction hands the backend from one client to the next.
+  const until = Date.now() + 2_000;
+  await Promise.all(cs.map(async (c) => { while (Date.now() < until) await c.query('SELECT 1'); }));
+  // Without the line's own clock: 1 backend to the end.
+  expect(await backends(u.name)).toBeGreaterThanOrEqual(3);
+  expect(await backends(u.name)).toBeLessThanOrEqual(6);
   await Promise.all(cs.map((c) => c.end()));
 });
 
