@@ -125,6 +125,7 @@ function citusTable(c: CitusResult): string[] {
       ([label, r]) =>
         `${label} on Citus: repobase ${fmt(r[via]?.rps.median ?? NaN)} req/s, bare fastify+pg ${fmt(r[bare]?.rps.median ?? NaN)} req/s (ratio ${fmt(ratio(r[via]?.rps.median, r[bare]?.rps.median), 2)}); coordinator CPU µs per request ${fmt(r[via]?.cpu.postgres.median ?? NaN)} against ${fmt(r[bare]?.cpu.postgres.median ?? NaN)}; errors ${(r[via]?.errors ?? 0) + (r[bare]?.errors ?? 0)}.`,
     ),
+    ...(c.refNotRun ? [`${c.refNotRun}.`] : []),
   ];
 }
 

@@ -24,6 +24,8 @@ export interface CitusResult {
   rest: RestResult['targets'];
   /** The REST targets with a setting-free statement (`SELECT 1 AS one`): no reset between requests. */
   restSettingFree: RestResult['targets'];
+  /** Why the `--against` build is not in it (its world could not start on Citus). */
+  refNotRun?: string;
 }
 
 const SCENARIOS = WIRE_SCENARIOS.filter((s) => !s.tls && (s.name === 'pgbench -S -M simple' || s.name === 'pgbench -S -M extended' || s.name === 'pgbench TPC-B -M simple'));
@@ -90,7 +92,16 @@ export async function runCitus(opts: { wire: WireOptions; rest: RestOptions; sca
   try {
     const ours = await startCitusWorld(BIN, opts.scale, '', log);
     stops.push(ours.stop);
-    const theirs = ref ? await startCitusWorld(ref.bin, opts.scale, ` for${ref.suffix}`, log) : undefined;
+    // An older build may not run on Citus at all (d724f64's control plane cannot create a user
+    // there): this build is measured still, and the report says why the other is not.
+    let refNotRun: string | undefined;
+    const theirs = ref
+      ? await startCitusWorld(ref.bin, opts.scale, ` for${ref.suffix}`, log).catch((err: unknown) => {
+          refNotRun = `${CITUS_REPOBASE}${ref.suffix} not run: ${(err as Error).message.split('\n')[0]}`;
+          log(refNotRun);
+          return undefined;
+        })
+      : undefined;
     if (theirs) stops.push(theirs.stop);
     const wireTargets: WireTarget[] = [
       { name: CITUS_DIRECT, conn: ours.direct, direct: ours.direct },
@@ -110,7 +121,7 @@ export async function runCitus(opts: { wire: WireOptions; rest: RestOptions; sca
     // A statement after which no reset is due: what the coordinator spends when it is skipped.
     const freeTargets = restTargets.map((t) => ({ ...t, body: SETTING_FREE_BODY }));
     const restSettingFree = await measure(freeTargets, opts.rest, log, ' on Citus, SELECT 1');
-    return { workers: ours.workers, repoNode: ours.repoNode, wire, rest, restSettingFree };
+    return { workers: ours.workers, repoNode: ours.repoNode, wire, rest, restSettingFree, refNotRun };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   }
