@@ -232,13 +232,11 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     clients?: ClientsResult | string;
   } = {};
   // Every proxy of the run, watched for a second before each scenario (lib/idle.ts).
-  const proxies = new Map<string, number>([
-    ['repobase', env.repobase.pid],
-    [SINGLE, env.single.pid],
-    [SESSION_MODE, env.session.pid],
-    ...('pid' in env.pgbouncer ? [['pgbouncer', env.pgbouncer.pid] as [string, number]] : []),
-    ...(ref ? [[`repobase${ref.suffix}`, ref.env.repobase.pid] as [string, number], [`${SINGLE}${ref.suffix}`, ref.env.single.pid] as [string, number], [`${SESSION_MODE}${ref.suffix}`, ref.env.session.pid] as [string, number]] : []),
-  ]);
+  const proxies = new Map<string, number>();
+  for (const [world, suffix] of [[env, ''], ...(ref ? [[ref.env, ref.suffix] as const] : [])] as const) {
+    proxies.set(`repobase${suffix}`, world.repobase.pid).set(`${SINGLE}${suffix}`, world.single.pid).set(`${SESSION_MODE}${suffix}`, world.session.pid);
+  }
+  if ('pid' in env.pgbouncer) proxies.set('pgbouncer', env.pgbouncer.pid);
   const busy: BusyWhileIdle[] = [];
   /** Whether `scenario` runs; if it does, the proxies are checked idle first. */
   const starting = async (scenario: string): Promise<boolean> => {

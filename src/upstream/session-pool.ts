@@ -391,8 +391,7 @@ export class SessionPool {
       // backends of their own). But a process whose looks come late (its event loop lags) is
       // held up by its own CPU, not by backends — another one would only add work to Postgres on
       // the same cores: the pool grows no further until the process catches up.
-      const now = performance.now();
-      const waited = now - Math.min(first.started, this.queuedSince.get(role) ?? first.started);
+      const waited = performance.now() - Math.min(first.started, this.queuedSince.get(role)!);
       if ((waited < grow || this.lateBy > grow) && (this.inUse(role) > 0 || this.opening.has(role))) return this.lookAgain(role, waited < grow ? grow - waited : grow);
     }
     if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole) return void this.closeIdle(role);
