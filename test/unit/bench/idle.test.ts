@@ -27,4 +27,11 @@ describe('the idle check', () => {
     expect(busyLines(found).join('\n')).toMatch(/spinning used \d+ % of a core before wire/);
     expect(busyLines([])).toEqual([]);
   });
+
+  it('does not name a process whose work ends by itself after the first look', async () => {
+    const settling = await child('const until = Date.now() + 400; while (Date.now() < until) {} setInterval(() => undefined, 60_000)');
+    const spinning = await child('for (;;) {}');
+    const found = await busyWhileIdle('web', new Map([['settling', settling], ['spinning', spinning]]), 500, 3);
+    expect(found.map((b) => b.target)).toEqual(['spinning']);
+  });
 });
