@@ -230,6 +230,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     citus?: CitusResult | string;
     soak?: SoakResult | string;
     clients?: ClientsResult | string;
+    clientsOwnCores?: ClientsResult | string;
   } = {};
   // Every proxy of the run, watched for a second before each scenario (lib/idle.ts).
   const proxies = new Map<string, number>();
@@ -254,6 +255,9 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
       await initPgbench(ref.env, settings.scale);
     }
     if (await starting('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log, ref).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
+    if (await starting('clients-own-cores')) {
+      results.clientsOwnCores = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200, ownCores: true }, log).catch((err: unknown) => `clients on cores of their own failed: ${(err as Error).message}`);
+    }
     if (await starting('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log, ref);
     if (await starting('wire-own-cores')) {
       results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log, ref);
@@ -317,6 +321,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     // Pooling by transaction costs the 8 clients (each with a backend to spare) next to nothing.
     ...wireGoals.map(([label, scenario]) => goal(`wire ${label}: as shipped vs session mode`, 0.95, ratio(w(scenario, results.wire)?.['repobase']?.tps.median, w(scenario, results.wire)?.[SESSION_MODE]?.tps.median))),
     ...clientsGoals(typeof results.clients === 'object' ? results.clients : undefined),
+    ...clientsGoals(typeof results.clientsOwnCores === 'object' ? results.clientsOwnCores : undefined, 'own cores: '),
     goal('REST one-row select vs bare fastify+pg', 0.8, restRatio('repobase', 'bare fastify+pg', rest)),
     { name: 'upload with inference vs psql \\copy', target: '≥ 0.5', ratio: upload?.ratio ?? NaN, passed: (upload?.ratio ?? 0) >= 0.5 },
     // 500 connections of a smoke run weigh less than the collector's swings (a run read −32 KB each): shown, not judged.
@@ -367,6 +372,8 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     ...(own ? ownCoresTable(own) : [`Proxies on cores of their own: ${results.wireOwnCores ?? 'not run'}`]),
     '',
     ...(typeof results.clients === 'object' ? clientsLines(results.clients) : [`Many clients: ${results.clients ?? 'not run'}`]),
+    '',
+    ...(typeof results.clientsOwnCores === 'object' ? clientsLines(results.clientsOwnCores) : [`Many clients, proxies on cores of their own: ${results.clientsOwnCores ?? 'not run'}`]),
     '',
     ...(rest ? restTable(rest) : ['REST on shared cores: not run']),
     '',

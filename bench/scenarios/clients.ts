@@ -7,11 +7,16 @@
  *
  * `-M simple` and `-S -M simple`: PgBouncer 1.18 (Debian's) keeps no prepared statements in
  * transaction mode, so `-M prepared` is not a fair fight there.
+ *
+ * `ownCores`: the same with the proxies on cores of their own (`taskset`, as in the wire
+ * scenarios): pgbench and Postgres on the first half of the CPUs, repobase and PgBouncer on the
+ * rest, as when the proxies run on machines apart from the database. The `--against` build is not
+ * run there (its A/B is the shared cores' one).
  */
 import { join } from 'node:path';
 import pg from 'pg';
-import { conninfo, POOL_SIZE, USER, type BenchEnv, type Conn, type RefEnv } from '../env.js';
-import { freePort, run } from '../lib/proc.js';
+import { conninfo, POOL_SIZE, repobaseOn, USER, type BenchEnv, type Conn, type RefEnv } from '../env.js';
+import { cpuSplit, freePort, pinTree, run } from '../lib/proc.js';
 import { startPgbouncer } from '../lib/pgbouncer.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 import { pgbench, resetTables, type WireScenario } from './wire.js';
@@ -31,6 +36,8 @@ const DIRECT = 'direct (a backend per client)';
 
 export interface ClientsResult {
   clients: number;
+  /** Set when the proxies ran on cores of their own: pgbench and Postgres on `loadCpus`, repobase and PgBouncer on `proxyCpus`. */
+  cores?: { loadCpus: number[]; proxyCpus: number[] };
   /** Why the `--against` build was not run (it has no pooling by transaction). */
   refNotRun?: string;
   results: { scenario: string; targets: Record<string, { tps: Summary; backends: Summary }> }[];
@@ -69,8 +76,16 @@ async function peakBackends<T>(admin: pg.Client, work: () => Promise<T>): Promis
  * users' limit (one that did, d724f64, was left re-resetting its sessions in a loop afterwards,
  * burning CPU under every scenario after it).
  */
-export async function runClients(env: BenchEnv, opts: { rounds: number; seconds: number; clients: number }, log: (s: string) => void, refEnv?: RefEnv): Promise<ClientsResult | string> {
+export async function runClients(
+  env: BenchEnv,
+  opts: { rounds: number; seconds: number; clients: number; ownCores?: boolean },
+  log: (s: string) => void,
+  refEnv?: RefEnv,
+): Promise<ClientsResult | string> {
   if ('unavailable' in env.pgbouncer) return `PgBouncer unavailable: ${env.pgbouncer.unavailable}`;
+  const split = opts.ownCores ? await cpuSplit() : undefined;
+  if (typeof split === 'string') return split;
+  if (split) refEnv = undefined;
   const ref = refEnv?.poolsByTransaction ? refEnv : undefined;
   const refNotRun = refEnv && !ref ? `repobase${refEnv.suffix} not run: that build has no pooling by transaction (${opts.clients} clients would be refused past its ${POOL_SIZE * 2} backends per user)` : undefined;
   if (refNotRun) log(refNotRun);
@@ -81,6 +96,9 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
     { dir: join(env.dir, 'pgbouncer-transaction'), port, upstreamPort: env.direct.port, database: 'bench', user: USER, password: env.direct.password, poolMode: 'transaction', poolSize: POOL_SIZE * 2, tlsCert: join(certDir, 'tls-cert.pem'), tlsKey: join(certDir, 'tls-key.pem') },
     async () => (await run('psql', [conninfo(bouncerConn), '-Atc', 'SELECT 1'])).stdout.trim() === '1',
   );
+  // On cores of its own, repobase runs as many processes as it has cores there (see repobaseOn).
+  const repobase = split ? repobaseOn(env, split.proxyCpus.length).service : env.repobase;
+  const label = split ? ' (proxies on cores of their own)' : '';
   const admins: pg.Client[] = [];
   const adminOf = async (world: BenchEnv) => {
     const admin = new pg.Client({ connectionString: world.adminUrl });
@@ -90,10 +108,14 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
     return admin;
   };
   try {
+    if (split) {
+      await pinTree(env.postgresPid, split.loadCpus);
+      for (const pid of [repobase.pid, bouncer.pid]) await pinTree(pid, split.proxyCpus);
+    }
     const admin = await adminOf(env);
     /** Each target, with the direct connection to its world's Postgres (tables reset there) and that Postgres' admin (backends counted there). */
     const targets: { name: string; conn: Conn; direct: Conn; admin: pg.Client }[] = [
-      { name: CLIENTS_REPOBASE, conn: env.repobase, direct: env.direct, admin },
+      { name: CLIENTS_REPOBASE, conn: repobase, direct: env.direct, admin },
       ...(ref ? [{ name: CLIENTS_REPOBASE + ref.suffix, conn: ref.env.repobase, direct: ref.env.direct, admin: await adminOf(ref.env) }] : []),
       { name: BOUNCER, conn: bouncerConn, direct: env.direct, admin },
       { name: DIRECT, conn: env.direct, direct: env.direct, admin },
@@ -104,16 +126,17 @@ export async function runClients(env: BenchEnv, opts: { rounds: number; seconds:
       for (let round = 0; round < opts.rounds; round++) {
         for (const { name, conn, direct, admin } of targets) {
           if (scenario.writes) await resetTables(direct);
-          const { value, peak } = await peakBackends(admin, () => pgbench(conn, scenario, { rounds: 1, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients }));
+          const { value, peak } = await peakBackends(admin, () => pgbench(conn, scenario, { rounds: 1, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients }, split?.loadCpus));
           samples.get(name)!.tps.push(value.tps);
           samples.get(name)!.backends.push(peak);
-          log(`${scenario.name}, ${opts.clients} clients, round ${round + 1} ${name}: ${value.tps.toFixed(0)} tps, ${peak} backends`);
+          log(`${scenario.name}${label}, ${opts.clients} clients, round ${round + 1} ${name}: ${value.tps.toFixed(0)} tps, ${peak} backends`);
         }
       }
       results.push({ scenario: scenario.name, targets: Object.fromEntries([...samples].map(([n, s]) => [n, { tps: summarize(s.tps), backends: summarize(s.backends) }])) });
     }
-    return { clients: opts.clients, refNotRun, results };
+    return { clients: opts.clients, ...(split ? { cores: { loadCpus: split.loadCpus, proxyCpus: split.proxyCpus } } : {}), refNotRun, results };
   } finally {
+    if (split) for (const pid of [env.postgresPid, repobase.pid]) await pinTree(pid, split.all).catch(() => undefined);
     for (const admin of admins) await admin.end().catch(() => undefined);
     await bouncer.stop();
   }
@@ -124,8 +147,11 @@ const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined
 /** The report's table. */
 export function clientsLines(r: ClientsResult): string[] {
   const tps = (row: ClientsResult['results'][number], t: string) => row.targets[t]?.tps.median;
+  const where = r.cores
+    ? ` Proxies on cores of their own: pgbench and Postgres on CPU ${r.cores.loadCpus.join(',')}, repobase and PgBouncer on CPU ${r.cores.proxyCpus.join(',')}.`
+    : '';
   return [
-    `Many clients, few backends: ${r.clients} pgbench clients; repobase as shipped (pooling by transaction) and PgBouncer in transaction mode with ${POOL_SIZE * 2} backends per user, direct with one backend per client.`,
+    `Many clients, few backends: ${r.clients} pgbench clients; repobase as shipped (pooling by transaction) and PgBouncer in transaction mode with ${POOL_SIZE * 2} backends per user, direct with one backend per client.${where}`,
     '',
     `| scenario | repobase TPS | PgBouncer TPS | direct TPS | backends repobase / PgBouncer / direct | repobase / PgBouncer | repobase / direct |`,
     '|---|---|---|---|---|---|---|',
@@ -137,13 +163,13 @@ export function clientsLines(r: ClientsResult): string[] {
   ];
 }
 
-/** The goals: at least PgBouncer's TPS in both, and at least direct's for TPC-B. */
-export function clientsGoals(r: ClientsResult | undefined): { name: string; target: string; ratio: number; passed: boolean }[] {
+/** The goals: at least PgBouncer's TPS in both, and at least direct's for TPC-B; `prefix` names the run (`own cores: `). */
+export function clientsGoals(r: ClientsResult | undefined, prefix = ''): { name: string; target: string; ratio: number; passed: boolean }[] {
   const row = (name: string) => r?.results.find((x) => x.scenario === name)?.targets;
   const goal = (name: string, scenario: string, against: string) => {
     const t = row(scenario);
     const value = ratio(t?.[CLIENTS_REPOBASE]?.tps.median, t?.[against]?.tps.median);
-    return { name, target: '≥ 1.0', ratio: value, passed: value >= 1 };
+    return { name: prefix + name, target: '≥ 1.0', ratio: value, passed: value >= 1 };
   };
   return [
     goal('200 clients: TPC-B vs PgBouncer (transaction mode)', 'pgbench TPC-B -M simple', BOUNCER),
