@@ -256,7 +256,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     }
     if (await starting('clients')) results.clients = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200 }, log, ref).catch((err: unknown) => `clients failed: ${(err as Error).message}`);
     if (await starting('clients-own-cores')) {
-      results.clientsOwnCores = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200, ownCores: true }, log).catch((err: unknown) => `clients on cores of their own failed: ${(err as Error).message}`);
+      results.clientsOwnCores = await runClients(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 200, ownCores: true, scenarios: quick ? 1 : undefined }, log).catch((err: unknown) => `clients on cores of their own failed: ${(err as Error).message}`);
     }
     if (await starting('wire')) results.wire = await runWire(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8 }, log, ref);
     if (await starting('wire-own-cores')) {

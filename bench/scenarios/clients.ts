@@ -78,7 +78,7 @@ async function peakBackends<T>(admin: pg.Client, work: () => Promise<T>): Promis
  */
 export async function runClients(
   env: BenchEnv,
-  opts: { rounds: number; seconds: number; clients: number; ownCores?: boolean },
+  opts: { rounds: number; seconds: number; clients: number; ownCores?: boolean; scenarios?: number },
   log: (s: string) => void,
   refEnv?: RefEnv,
 ): Promise<ClientsResult | string> {
@@ -121,7 +121,7 @@ export async function runClients(
       { name: DIRECT, conn: env.direct, direct: env.direct, admin },
     ];
     const results: ClientsResult['results'] = [];
-    for (const scenario of CLIENTS_SCENARIOS) {
+    for (const scenario of CLIENTS_SCENARIOS.slice(0, opts.scenarios)) {
       const samples = new Map(targets.map((t) => [t.name, { tps: [] as number[], backends: [] as number[] }]));
       for (let round = 0; round < opts.rounds; round++) {
         for (const { name, conn, direct, admin } of targets) {
