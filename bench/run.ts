@@ -232,7 +232,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     clients?: ClientsResult | string;
     clientsOwnCores?: ClientsResult | string;
   } = {};
-  // Every proxy of the run, watched for a second before each scenario (lib/idle.ts).
+  // Every proxy of the run, watched with no load before each scenario (lib/idle.ts).
   const proxies = new Map<string, number>();
   for (const [world, suffix] of [[env, ''], ...(ref ? [[ref.env, ref.suffix] as const] : [])] as const) {
     proxies.set(`repobase${suffix}`, world.repobase.pid).set(`${SINGLE}${suffix}`, world.single.pid).set(`${SESSION_MODE}${suffix}`, world.session.pid);

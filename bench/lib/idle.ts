@@ -1,8 +1,8 @@
 /**
  * The idle check: before each scenario, every proxy of the run (repobase's targets of both builds,
- * PgBouncer) is watched with no load (a second, and again while it stays busy). A process busy then takes the cores from
- * whatever is measured next, on every target alike, and the ratios no longer say what they seem
- * to: the report names it. (A build once left its sessions in a loop of resets after a scenario
+ * PgBouncer) is watched with no load, for a second and again while it stays busy. A process busy
+ * then takes the cores from whatever is measured next, on every target alike, and the ratios no
+ * longer say what they seem to: the report names it. (A build once left its sessions in a loop of resets after a scenario
  * had refused its clients; every figure measured after it was a third of the day's.)
  */
 import { setTimeout as sleep } from 'node:timers/promises';

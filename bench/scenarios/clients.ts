@@ -85,9 +85,9 @@ export async function runClients(
   if ('unavailable' in env.pgbouncer) return `PgBouncer unavailable: ${env.pgbouncer.unavailable}`;
   const split = opts.ownCores ? await cpuSplit() : undefined;
   if (typeof split === 'string') return split;
-  if (split) refEnv = undefined;
-  const ref = refEnv?.poolsByTransaction ? refEnv : undefined;
-  const refNotRun = refEnv && !ref ? `repobase${refEnv.suffix} not run: that build has no pooling by transaction (${opts.clients} clients would be refused past its ${POOL_SIZE * 2} backends per user)` : undefined;
+  const asked = split ? undefined : refEnv; // on cores of their own, this build alone
+  const ref = asked?.poolsByTransaction ? asked : undefined;
+  const refNotRun = asked && !ref ? `repobase${asked.suffix} not run: that build has no pooling by transaction (${opts.clients} clients would be refused past its ${POOL_SIZE * 2} backends per user)` : undefined;
   if (refNotRun) log(refNotRun);
   const port = await freePort();
   const bouncerConn: Conn = { host: '127.0.0.1', port, user: USER, password: env.direct.password, dbname: 'bench' };
