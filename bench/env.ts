@@ -41,6 +41,26 @@ export interface BenchEnv {
   /** The upstream's postmaster: its children are the backends of every target. */
   postgresPid: number;
   pgbouncer: (Conn & { version: string; pid: number }) | { unavailable: string };
+  /**
+   * Starts one more repobase on this world (`workers` as `REPOBASE_WORKERS` says; the same
+   * user, key and repo), up and answering: a fresh process for a scenario that measures each
+   * round on new instances (see FreshService). Stopped by its `stop`, or with the world.
+   */
+  startService(workers: number): Promise<FreshService>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A repobase process started for a round. One process of a build can spend 15–45 % more CPU per
+ * REST request than another of the same build, started the same way, for as long as it lives
+ * (seen on this machine in A/A runs: the same ratio in every round of a run); a round on fresh
+ * processes samples that spread instead of keeping one draw for the whole run.
+ */
+export interface FreshService {
+  httpUrl: string;
+  wirePort: number;
+  pid: number;
+  workers: number;
   stop(): Promise<void>;
 }
 
@@ -143,7 +163,7 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
       // The banner comes once every worker serves.
       await waitFor('repobase', async () => service.output().includes('repobase is running') && (await fetch(`${httpUrl}/healthz`)).ok);
       const workersLine = /repobase is running(?: \((\d+) workers\))?/.exec(service.output());
-      return { httpUrl, wirePort, pid: service.child.pid!, workers: Number(workersLine?.[1] ?? 1) };
+      return { httpUrl, wirePort, pid: service.child.pid!, workers: Number(workersLine?.[1] ?? 1), stop: service.stop };
     };
     const shipped = await serve(String(opts.workers ?? 0));
     const single = await serve('1');
@@ -177,7 +197,8 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
     }
     const postgresPid = await runningPostmaster(pgDirOf(join(dir, 'upstream')));
     if (postgresPid === undefined) throw new Error('the upstream postmaster is not running');
-    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, single: singleConn, session, postgresPid, pgbouncer, stop };
+    const startService = (workers: number) => serve(String(workers));
+    return { dir, adminUrl: cluster.adminUrl, pgVersion, direct, repobase, single: singleConn, session, postgresPid, pgbouncer, startService, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

@@ -83,7 +83,7 @@ async function startCitusWorld(bin: string, scale: number, label: string, log: (
 }
 
 function restTarget(world: CitusWorld, name: string): Target {
-  return { name, url: `${world.httpUrl}/api/v1beta/query/`, headers: { authorization: `Bearer ${world.key}` }, body: REPOBASE_BODY, pid: world.servicePid, postgresPid: world.postgresPid };
+  return { name, route: { url: `${world.httpUrl}/api/v1beta/query/`, pid: world.servicePid }, headers: { authorization: `Bearer ${world.key}` }, body: REPOBASE_BODY, postgresPid: world.postgresPid };
 }
 
 /** The Citus scenario; with `ref`, that build on a Citus cluster of its own too (targets named with its `suffix`). */
@@ -113,7 +113,7 @@ export async function runCitus(opts: { wire: WireOptions; rest: RestOptions; sca
     const bare = await startBare({ direct: ours.direct }, 1);
     stops.push(bare.stop);
     const restTargets: Target[] = [
-      { name: CITUS_BARE, url: bare.url, headers: {}, body: BARE_BODY, pid: bare.pid, postgresPid: ours.postgresPid },
+      { name: CITUS_BARE, route: bare, headers: {}, body: BARE_BODY, postgresPid: ours.postgresPid },
       restTarget(ours, CITUS_REPOBASE),
       ...(theirs && ref ? [restTarget(theirs, `${CITUS_REPOBASE}${ref.suffix}`)] : []),
     ];

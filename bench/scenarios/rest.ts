@@ -97,13 +97,27 @@ export interface RestOptions {
   warmupSeconds: number;
 }
 
+/** A route's process tree, and where to send its requests. */
+export interface Route {
+  url: string;
+  /** The route's process tree (its CPU is the service's). */
+  pid: number;
+}
+
+/** A route started for one round, stopped after it. */
+export type FreshRoute = Route & { stop(): Promise<void> };
+
 export interface Target {
   name: string;
-  url: string;
   headers: Record<string, string>;
   body: string;
-  /** The route's process tree. */
-  pid: number;
+  /**
+   * The route: one kept for the whole run, or a function that starts a fresh one for each round
+   * (warmed, measured, stopped). One process of a build can cost 15–45 % more CPU per request
+   * than another for its whole life (FreshService in env.ts): a route kept for the run is one
+   * draw of that, the same in every round, and rounds cannot average it out.
+   */
+  route: Route | (() => Promise<FreshRoute>);
   /** The postmaster of the Postgres it queries. */
   postgresPid: number;
 }
@@ -117,7 +131,7 @@ export const BARE_BODY = JSON.stringify({ query_string: QUERY });
 export const SETTING_FREE_BODY = JSON.stringify({ query_string: 'SELECT 1 AS one' });
 
 /** The bare fastify+pg route with `processes` processes, up and answering. */
-export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number): Promise<FreshRoute> {
   const { host, port: pgPort, user, password, dbname } = env.direct;
   const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${pgPort}/${dbname}`;
   const port = await freePort();
@@ -135,9 +149,27 @@ export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number
 /** The REST one-row select of the bench, as repobase is sent it. */
 export const REPOBASE_BODY = JSON.stringify({ query_string: `SELECT abalance FROM "${REPO}".pgbench_accounts WHERE aid = 4242` });
 
-/** repobase's query endpoint at `service.httpUrl`, in `env`'s world. */
-function repobaseTarget(env: BenchEnv, name: string, service: { httpUrl: string; pid: number }): Target {
-  return { name, url: `${service.httpUrl}/api/v1beta/query/`, headers: { authorization: `Bearer ${env.repobase.key}` }, body: REPOBASE_BODY, pid: service.pid, postgresPid: env.postgresPid };
+/** The path of repobase's query endpoint. */
+const QUERY_PATH = '/api/v1beta/query/';
+
+/** A fresh repobase of `env`'s world with `workers` processes for each round; `pin` places it. */
+function repobaseTarget(env: BenchEnv, name: string, workers: number, pin?: (pid: number) => Promise<void>): Target {
+  const route = async (): Promise<FreshRoute> => {
+    const service = await env.startService(workers);
+    await pin?.(service.pid);
+    return { url: `${service.httpUrl}${QUERY_PATH}`, pid: service.pid, stop: service.stop };
+  };
+  return { name, headers: { authorization: `Bearer ${env.repobase.key}` }, body: REPOBASE_BODY, route, postgresPid: env.postgresPid };
+}
+
+/** A fresh bare fastify+pg route on `env`'s Postgres with `processes` processes for each round; `pin` places it. */
+function bareTarget(env: BenchEnv, name: string, processes: number, pin?: (pid: number) => Promise<void>): Target {
+  const route = async (): Promise<FreshRoute> => {
+    const bare = await startBare(env, processes);
+    await pin?.(bare.pid);
+    return bare;
+  };
+  return { name, headers: {}, body: BARE_BODY, route, postgresPid: env.postgresPid };
 }
 
 /**
@@ -146,11 +178,23 @@ function repobaseTarget(env: BenchEnv, name: string, service: { httpUrl: string;
  */
 export async function measure(targets: Target[], opts: RestOptions, log: (s: string) => void, label = '', rate?: number): Promise<RestResult['targets']> {
   const samples = new Map(targets.map((t) => [t.name, { runs: [] as Load[], errors: 0 }]));
-  // A route started just before (the bare one) runs its first seconds unoptimized: warm every target first, unrecorded.
-  if (opts.warmupSeconds > 0) for (const t of targets) await load(t.url, t.headers, t.body, opts.warmupSeconds, { service: t.pid, postgres: t.postgresPid });
+  // A process's first seconds run unoptimized: each is warmed once, unrecorded, before its first run.
+  const warmed = new Set<number>();
+  const runOnce = async (t: Target): Promise<Load> => {
+    const fresh = typeof t.route === 'function' ? await t.route() : undefined;
+    const route = fresh ?? (t.route as Route);
+    const pids = { service: route.pid, postgres: t.postgresPid };
+    try {
+      if (opts.warmupSeconds > 0 && (fresh || !warmed.has(route.pid))) await load(route.url, t.headers, t.body, opts.warmupSeconds, pids);
+      warmed.add(route.pid);
+      return await load(route.url, t.headers, t.body, opts.seconds, pids, rate);
+    } finally {
+      await fresh?.stop();
+    }
+  };
   for (let round = 0; round < opts.rounds; round++) {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
-      const r = await load(t.url, t.headers, t.body, opts.seconds, { service: t.pid, postgres: t.postgresPid }, rate);
+      const r = await runOnce(t);
       const s = samples.get(t.name)!;
       s.runs.push(r);
       s.errors += r.errors;
@@ -173,27 +217,24 @@ export async function measure(targets: Target[], opts: RestOptions, log: (s: str
   );
 }
 
-/** The REST scenario; with `ref`, that build's repobase (as shipped and as one process) too. */
+/**
+ * The REST scenario; with `ref`, that build's repobase (as shipped and as one process) too. Every
+ * round runs on fresh processes of every target (see Target.route).
+ */
 export async function runRest(env: BenchEnv, opts: RestOptions, log: (s: string) => void, ref?: RefEnv): Promise<RestResult> {
-  const bares: Awaited<ReturnType<typeof startBare>>[] = [];
-  try {
-    for (const processes of [env.repobase.workers, 1]) bares.push(await startBare(env, processes));
-    const bare = (name: string, b: (typeof bares)[number]): Target => ({ name, url: b.url, headers: {}, body: BARE_BODY, pid: b.pid, postgresPid: env.postgresPid });
-    const targets = [
-      bare('bare fastify+pg', bares[0]!),
-      repobaseTarget(env, 'repobase', env.repobase),
-      ...(ref ? [repobaseTarget(ref.env, `repobase${ref.suffix}`, ref.env.repobase)] : []),
-      bare('bare fastify+pg 1 process', bares[1]!),
-      repobaseTarget(env, 'repobase 1 process', env.single),
-      ...(ref ? [repobaseTarget(ref.env, `repobase 1 process${ref.suffix}`, ref.env.single)] : []),
-    ];
-    const saturated = await measure(targets, opts, log);
-    const rate = fixedRate(Object.values(saturated).map((t) => t.rps.median));
-    const atRate = await measure(targets, { ...opts, rounds: opts.rounds * AT_RATE_ROUNDS, warmupSeconds: 0 }, log, ` at ${rate} req/s`, rate);
-    return { targets: saturated, atRate: { rate, targets: atRate } };
-  } finally {
-    for (const b of bares) await b.stop();
-  }
+  const shipped = env.repobase.workers;
+  const targets = [
+    bareTarget(env, 'bare fastify+pg', shipped),
+    repobaseTarget(env, 'repobase', shipped),
+    ...(ref ? [repobaseTarget(ref.env, `repobase${ref.suffix}`, ref.env.repobase.workers)] : []),
+    bareTarget(env, 'bare fastify+pg 1 process', 1),
+    repobaseTarget(env, 'repobase 1 process', 1),
+    ...(ref ? [repobaseTarget(ref.env, `repobase 1 process${ref.suffix}`, 1)] : []),
+  ];
+  const saturated = await measure(targets, opts, log);
+  const rate = fixedRate(Object.values(saturated).map((t) => t.rps.median));
+  const atRate = await measure(targets, { ...opts, rounds: opts.rounds * AT_RATE_ROUNDS }, log, ` at ${rate} req/s`, rate);
+  return { targets: saturated, atRate: { rate, targets: atRate } };
 }
 
 export interface RestOwnCoresResult extends RestResult {
@@ -212,24 +253,20 @@ export async function runRestOwnCores(env: BenchEnv, opts: RestOptions, log: (s:
   const split = await cpuSplit();
   if (typeof split === 'string') return split;
   const { all, loadCpus, proxyCpus } = split;
-  const { service: repobase, processes } = repobaseOn(env, proxyCpus.length);
-  const theirs = ref ? repobaseOn(ref.env, proxyCpus.length).service : undefined;
-  const bare = await startBare(env, processes);
+  const { processes } = repobaseOn(env, proxyCpus.length);
   const postgres = [env.postgresPid, ...(ref ? [ref.env.postgresPid] : [])];
-  const services = [repobase.pid, ...(theirs ? [theirs.pid] : [])];
+  const pin = (pid: number) => pinTree(pid, proxyCpus);
   try {
     for (const pid of postgres) await pinTree(pid, loadCpus);
     await pinProcess(process.pid, loadCpus); // autocannon; not the tree: the services are this process's children
-    for (const pid of [bare.pid, ...services]) await pinTree(pid, proxyCpus);
     const targets: Target[] = [
-      { name: 'bare fastify+pg', url: bare.url, headers: {}, body: BARE_BODY, pid: bare.pid, postgresPid: env.postgresPid },
-      repobaseTarget(env, 'repobase', repobase),
-      ...(ref && theirs ? [repobaseTarget(ref.env, `repobase${ref.suffix}`, theirs)] : []),
+      bareTarget(env, 'bare fastify+pg', processes, pin),
+      repobaseTarget(env, 'repobase', processes, pin),
+      ...(ref ? [repobaseTarget(ref.env, `repobase${ref.suffix}`, repobaseOn(ref.env, proxyCpus.length).processes, pin)] : []),
     ];
     return { loadCpus, proxyCpus, processes, targets: await measure(targets, opts, log, ' (routes on cores of their own)') };
   } finally {
-    for (const pid of [...postgres, ...services]) await pinTree(pid, all);
+    for (const pid of postgres) await pinTree(pid, all);
     await pinProcess(process.pid, all);
-    await bare.stop();
   }
 }
