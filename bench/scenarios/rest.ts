@@ -149,6 +149,17 @@ export async function startBare(env: Pick<BenchEnv, 'direct'>, processes: number
 /** The REST one-row select of the bench, as repobase is sent it. */
 export const REPOBASE_BODY = JSON.stringify({ query_string: `SELECT abalance FROM "${REPO}".pgbench_accounts WHERE aid = 4242` });
 
+/** `route` once `pin` has placed it; stopped if that fails. */
+async function placed(route: FreshRoute, pin?: (pid: number) => Promise<void>): Promise<FreshRoute> {
+  try {
+    await pin?.(route.pid);
+    return route;
+  } catch (err: unknown) {
+    await route.stop();
+    throw err;
+  }
+}
+
 /** The path of repobase's query endpoint. */
 const QUERY_PATH = '/api/v1beta/query/';
 
@@ -156,19 +167,14 @@ const QUERY_PATH = '/api/v1beta/query/';
 function repobaseTarget(env: BenchEnv, name: string, workers: number, pin?: (pid: number) => Promise<void>): Target {
   const route = async (): Promise<FreshRoute> => {
     const service = await env.startService(workers);
-    await pin?.(service.pid);
-    return { url: `${service.httpUrl}${QUERY_PATH}`, pid: service.pid, stop: service.stop };
+    return placed({ url: `${service.httpUrl}${QUERY_PATH}`, pid: service.pid, stop: service.stop }, pin);
   };
   return { name, headers: { authorization: `Bearer ${env.repobase.key}` }, body: REPOBASE_BODY, route, postgresPid: env.postgresPid };
 }
 
 /** A fresh bare fastify+pg route on `env`'s Postgres with `processes` processes for each round; `pin` places it. */
 function bareTarget(env: BenchEnv, name: string, processes: number, pin?: (pid: number) => Promise<void>): Target {
-  const route = async (): Promise<FreshRoute> => {
-    const bare = await startBare(env, processes);
-    await pin?.(bare.pid);
-    return bare;
-  };
+  const route = async (): Promise<FreshRoute> => placed(await startBare(env, processes), pin);
   return { name, headers: {}, body: BARE_BODY, route, postgresPid: env.postgresPid };
 }
 
