@@ -9,7 +9,8 @@ import { CONTROL_SCHEMA } from './migrations.js';
 const FLUSH_MS = 5_000;
 
 export class LastUsedRecorder {
-  private pending = new Map<string, Date>();
+  /** Key id → when it was last used (ms since the epoch: a number, no object per request). */
+  private pending = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -21,7 +22,7 @@ export class LastUsedRecorder {
   }
 
   record(keyId: string): void {
-    this.pending.set(keyId, new Date());
+    this.pending.set(keyId, Date.now());
   }
 
   async flush(): Promise<void> {
@@ -33,7 +34,7 @@ export class LastUsedRecorder {
         `UPDATE ${CONTROL_SCHEMA}.api_keys k SET last_used_at = v.t
            FROM unnest($1::text[], $2::timestamptz[]) AS v(id, t)
           WHERE k.id = v.id AND (k.last_used_at IS NULL OR k.last_used_at < v.t)`,
-        [[...batch.keys()], [...batch.values()]],
+        [[...batch.keys()], [...batch.values()].map((ms) => new Date(ms))],
       );
     } catch (err: unknown) {
       this.log.warn({ err }, 'recording key use failed');

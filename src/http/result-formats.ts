@@ -29,6 +29,7 @@ export const CONTENT_TYPES: Readonly<Record<ResultFormat, string>> = {
 
 /** The format asked for by `Accept`: the first of its media types we write; JSON otherwise. */
 export function negotiateFormat(accept: string | undefined): ResultFormat {
+  if (accept === undefined || accept === '*/*' || accept === 'application/json') return 'json'; // what most clients send
   for (const part of (accept ?? '').split(',')) {
     const type = part.split(';')[0]?.trim().toLowerCase();
     if (type === 'application/json') return 'json';
@@ -57,7 +58,7 @@ export interface ResultWriter {
 /** The writer of one answer: `fields` and the value encoders are fixed here, once. */
 export function createWriter(format: ResultFormat, queryString: string, columns: readonly Column[]): ResultWriter {
   const encodings: ValueEncoding[] = columns.map((c) => c.type.encoding);
-  const fields = JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, c.type.name])));
+  const fields = fieldsJson(columns);
   const query = JSON.stringify(queryString);
   const closing = (o: Outcome) => `"command":${JSON.stringify(o.command)},"row_count":${JSON.stringify(o.rowCount)}${o.truncated ? ',"truncated":true' : ''}`;
   switch (format) {
@@ -102,6 +103,17 @@ export function createWriter(format: ResultFormat, queryString: string, columns:
     default:
       return assertNever(format);
   }
+}
+
+/**
+ * `fields` as JSON: column names to type names, in the columns' order. (An object built first
+ * would put names that look like array indexes, `"1"`, ahead of the others, out of line with the
+ * rows' values.) Names are unique (query-run.ts uniqueNames).
+ */
+function fieldsJson(columns: readonly Column[]): string {
+  let out = '{';
+  for (let i = 0; i < columns.length; i++) out += (i ? ',' : '') + JSON.stringify(columns[i]!.name) + ':' + JSON.stringify(columns[i]!.type.name);
+  return out + '}';
 }
 
 function assertNever(x: never): never {

@@ -45,7 +45,7 @@ import {
   type TransactionStatus,
 } from '../protocol/index.js';
 import type { ColumnType, TypeCatalog } from './query-types.js';
-import { cancelUpstream, noteParameterStatus, type UpstreamSession } from './session.js';
+import { cancelUpstream, ignore, noteParameterStatus, type UpstreamSession } from './session.js';
 
 /** One row: each value the text Postgres printed, or null. */
 export type Row = (string | null)[];
@@ -322,31 +322,33 @@ export class RunningStatement {
     for (const waiter of [...this.waiters]) waiter();
   }
 
+  /**
+   * Takes the session's data and its close until the statement ends (UpstreamSession.sink and
+   * onGone: no event listener is added and removed per statement).
+   */
   private listen(): void {
-    const socket = this.session.socket;
-    const onData = (chunk: Buffer) => {
+    const session = this.session;
+    session.sink = (chunk: Buffer) => {
       try {
-        this.session.reader.push(chunk, this.onFrame);
+        session.reader.push(chunk, this.onFrame);
       } catch (err: unknown) {
         this.finish(err instanceof PgError ? err : lost(), undefined);
-        socket.destroy();
+        session.socket.destroy();
       }
-      if (this.buffered.length >= this.batchRows && this.status === undefined && !this.cancelling) socket.pause();
+      if (this.buffered.length >= this.batchRows && this.status === undefined && !this.cancelling) session.socket.pause();
       this.wake();
     };
-    const onClose = () => {
+    session.onGone = () => {
       this.finish(lost(), undefined);
       this.wake();
     };
-    this.detach = () => {
-      socket.off('data', onData);
-      socket.off('close', onClose);
-    };
-    socket.on('data', onData);
-    socket.on('close', onClose);
   }
 
-  private detach: () => void = () => undefined;
+  /** Gives the session's data and close back (the statement has ended). */
+  private detach(): void {
+    this.session.sink = ignore;
+    this.session.onGone = ignore;
+  }
 
   private finish(error: PgError | undefined, status: TransactionStatus | undefined): void {
     if (this.status !== undefined) return;
@@ -405,10 +407,23 @@ export class RunningStatement {
 
 /** `INSERT 0 3` → INSERT, 3; `SELECT 5` → SELECT, 5; `CREATE TABLE` → CREATE TABLE, null. */
 export function parseCommandTag(tag: string): { command: string; rowCount: number | null } {
-  const m = /^(.*?)((?: \d+)*)$/.exec(tag);
-  const counts = (m?.[2] ?? '').trim();
-  const last = counts ? counts.split(' ').at(-1) : undefined;
-  return { command: m?.[1] ?? tag, rowCount: last !== undefined ? Number(last) : null };
+  // The counts are the trailing space-separated numbers; the row count is the last of them.
+  let cut = tag.length;
+  let rowCount: number | null = null;
+  for (;;) {
+    let i = cut;
+    while (i > 0 && isDigit(tag.charCodeAt(i - 1))) i--;
+    if (i === cut || i === 0 || tag.charCodeAt(i - 1) !== SPACE) break;
+    rowCount ??= Number(tag.slice(i, cut));
+    cut = i - 1;
+  }
+  return { command: tag.slice(0, cut), rowCount };
+}
+
+const SPACE = 0x20;
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
 }
 
 /**

@@ -89,6 +89,11 @@ describe('command tags and column names', () => {
     ['CREATE TABLE', 'CREATE TABLE', null],
     ['ALTER TABLE', 'ALTER TABLE', null],
     ['COPY 2', 'COPY', 2],
+    ['MERGE 0', 'MERGE', 0],
+    ['FETCH 12345678901', 'FETCH', 12345678901],
+    ['BEGIN', 'BEGIN', null],
+    ['5', '5', null],
+    ['', '', null],
   ])('%s', (tag, command, rowCount) => {
     expect(parseCommandTag(tag)).toEqual({ command, rowCount });
   });
