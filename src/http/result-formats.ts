@@ -30,7 +30,7 @@ export const CONTENT_TYPES: Readonly<Record<ResultFormat, string>> = {
 /** The format asked for by `Accept`: the first of its media types we write; JSON otherwise. */
 export function negotiateFormat(accept: string | undefined): ResultFormat {
   if (accept === undefined || accept === '*/*' || accept === 'application/json') return 'json'; // what most clients send
-  for (const part of (accept ?? '').split(',')) {
+  for (const part of accept.split(',')) {
     const type = part.split(';')[0]?.trim().toLowerCase();
     if (type === 'application/json') return 'json';
     if (type === 'application/x-ndjson') return 'ndjson';
