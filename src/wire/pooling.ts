@@ -266,7 +266,8 @@ export class Pooling {
   /** A request of the client's ended (its ReadyForQuery): an implicit transaction ends with it. */
   requestDone(backend: BackendState, status: TransactionStatus, failed: boolean): void {
     if (status === 'I') this.client.endTransaction(!failed, backend);
-    this.client.resetTo.clear();
+    const { resetTo } = this.client;
+    if (resetTo.size > 0) resetTo.clear(); // clearing allocates a new table, even an empty one's: not for every request
   }
 
   /**
