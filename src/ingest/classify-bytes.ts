@@ -7,6 +7,7 @@
  * makes the string and asks classify() itself. The unit tests run both over the fixtures and
  * over random near-miss texts and require the same answer.
  */
+import { isDigit } from '../shared/chars.js';
 import { Bit, ISO_DATE_BITS, validDate } from './classify-bits.js';
 import { writtenDateBits } from './written.js';
 
@@ -18,7 +19,6 @@ const DECIMAL_BITS = Bit.Double | Bit.NumericAny;
 /** How a bare number is written: bare, and also grouped when it has at most three integer digits and no exponent. */
 const bareForms = (intDigits: number, expDigits: number): number => Bit.Bare | (intDigits <= 3 && expDigits === 0 ? Bit.Grouped : 0);
 
-const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 48 && c <= 57;
 
 /** Digits b[s..e) as a number (callers keep e - s small). */
 function num(b: Uint8Array, s: number, e: number): number {

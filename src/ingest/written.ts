@@ -11,6 +11,7 @@
  * session's DateStyle, except the all-digit day/month orders: those are rewritten into ISO order
  * (year-month-day) before Postgres sees them (rewriteDate; the SQL of convert.ts does the same).
  */
+import { isDigit, isLetter } from '../shared/chars.js';
 import { Bit, validDate } from './classify-bits.js';
 
 /** Date layouts other than ISO, each with its bit (classify-bits.ts). */
@@ -60,8 +61,6 @@ const COMMA = 44;
 const PLUS = 43;
 const Z = 90;
 
-const isDigit = (c: number): boolean => c >= 48 && c <= 57;
-const isLetter = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 
 /** The byte at `i` of a value ending at `e`; -1 past its end (the bytes after it belong to others). */
 const at = (b: Uint8Array, i: number, e: number): number => (i < e ? b[i]! : -1);

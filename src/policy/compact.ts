@@ -8,7 +8,8 @@
 // the analysis maps its positions back to the text the client sent.
 //
 // One pass over char codes, without tokens (a token list of 64 MiB would take gigabytes).
-import { blockCommentEnd, dollarQuotedEnd, isDigit, isIdentPart, isLetter, quotedEnd } from './shape.js';
+import { isDigit, isLetter } from '../shared/chars.js';
+import { blockCommentEnd, dollarQuotedEnd, isIdentPart, quotedEnd } from './shape.js';
 import { applySplices, type Edit, type Splice } from './splices.js';
 
 /** Statements shorter than this are analysed whole (the scan would cost more than it saves). */

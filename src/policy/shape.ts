@@ -10,6 +10,8 @@
 // (incl. E'' with backslashes, dollar quotes), comments (nested /* */), parameters ($1), and
 // digits inside identifiers (t1, a$2).
 
+import { isDigit, isLetter } from '../shared/chars.js';
+
 const enum C {
   Dollar = 36,
   Quote = 39,
@@ -27,8 +29,6 @@ const enum C {
 
 const NUMBER = /^(?:(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?|0[xX][\da-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+)$/;
 
-export const isDigit = (c: number) => c >= C.Zero && c <= C.Nine;
-export const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 export const isIdentPart = (c: number) => isLetter(c) || isDigit(c) || c === C.Underscore || c === C.Dollar || c >= 0x80;
 
 /** End index (exclusive) of the quoted text starting at `i` (at the opening quote). */

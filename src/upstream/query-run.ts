@@ -32,6 +32,7 @@
  * in Postgres — a CancelRequest to its backend, as libpq sends it — and the rest of its answer is
  * read and dropped, so the session is idle, and reusable, once Postgres has answered.
  */
+import { isDigit } from '../shared/chars.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import {
   BackendCode,
@@ -421,10 +422,6 @@ export function parseCommandTag(tag: string): { command: string; rowCount: numbe
 }
 
 const SPACE = 0x20;
-
-function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39;
-}
 
 /**
  * Column names made unique so that `fields` (an object) keeps one entry per column and rows stay
