@@ -53,7 +53,8 @@ const BACKEND_CODES = codeTable(BackendCode);
  * socket (`write` keeps a reference) and a recycled buffer would be overwritten under it.
  *
  * `push` takes the chunk over: the caller must not write into it afterwards (Node's socket
- * `data` chunks are fresh; a fixed `onread` buffer would break frames and held pieces).
+ * `data` chunks are fresh; a fixed `onread` buffer would break frames and held pieces, which is
+ * why upstream sockets copy each read out of theirs, see upstream/session.ts).
  *
  * Lengths are checked on the header alone: a client announcing 1 GB is refused on its first
  * five bytes, before anything is buffered. Any violation throws a `PgError` 08P01 (FATAL); so
