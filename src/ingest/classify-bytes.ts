@@ -19,7 +19,6 @@ const DECIMAL_BITS = Bit.Double | Bit.NumericAny;
 /** How a bare number is written: bare, and also grouped when it has at most three integer digits and no exponent. */
 const bareForms = (intDigits: number, expDigits: number): number => Bit.Bare | (intDigits <= 3 && expDigits === 0 ? Bit.Grouped : 0);
 
-
 /** Digits b[s..e) as a number (callers keep e - s small). */
 function num(b: Uint8Array, s: number, e: number): number {
   let n = 0;

@@ -61,7 +61,6 @@ const COMMA = 44;
 const PLUS = 43;
 const Z = 90;
 
-
 /** The byte at `i` of a value ending at `e`; -1 past its end (the bytes after it belong to others). */
 const at = (b: Uint8Array, i: number, e: number): number => (i < e ? b[i]! : -1);
 

@@ -21,8 +21,6 @@ const enum C {
   Minus = 45,
   Dot = 46,
   Slash = 47,
-  Zero = 48,
-  Nine = 57,
   Backslash = 92,
   Underscore = 95,
 }

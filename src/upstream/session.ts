@@ -196,9 +196,9 @@ export async function openUpstreamSession(target: UpstreamTarget, params: Readon
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
 /** A read's callback, called as the socket's method (true: go on reading). */
-function readInto(this: Socket, bytes: number, buffer: Uint8Array): boolean {
+function readInto(this: Socket, bytes: number): boolean {
   const chunk = Buffer.allocUnsafe(bytes);
-  chunk.set(buffer.subarray(0, bytes));
+  READ_BUFFER.copy(chunk, 0, 0, bytes); // the buffer it read into: no view of it made per read
   this.emit('data', chunk);
   return true;
 }
