@@ -94,7 +94,7 @@ export function abRows(input: AbInput, suffix: string): AbRow[] {
     ...restRows(input.rest, shipped, suffix, 'REST one-row select'),
     ...restRows(input.restAtRate, shipped, suffix, AT_RATE),
     ...restRows(input.restOwnCores, ['repobase'], suffix, 'own cores: REST one-row select'),
-    ...(input.clients?.results ?? []).flatMap((c) => row(`${input.clients!.clients} clients: ${c.scenario}`, CLIENTS_REPOBASE, 'TPS', c.targets[CLIENTS_REPOBASE]?.tps, c.targets[CLIENTS_REPOBASE + suffix]?.tps)),
+    ...wireRows(input.clients?.results, [CLIENTS_REPOBASE], suffix, `${input.clients?.clients} clients: `),
     ...wireRows(input.citus?.wire, ['repobase on Citus'], suffix, 'Citus: '),
     ...restRows(input.citus?.rest, ['repobase on Citus'], suffix, 'Citus: REST one-row select'),
     ...restRows(input.citus?.restSettingFree, ['repobase on Citus'], suffix, 'Citus: REST SELECT 1 (setting-free)'),

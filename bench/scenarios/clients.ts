@@ -2,8 +2,11 @@
  * Many clients, few backends: pgbench with 200 clients through repobase as it ships (pooling by
  * transaction), through PgBouncer in transaction mode (the same number of backends per user),
  * and directly to Postgres with one backend per client; at least 20 s a run (pgbench counts the
- * time its 200 connections take to open in the run, and reports no TPS for a run they outlast). Each target's TPS, and the most backends
- * of the bench user it held at once (sampled every 100 ms). Interleaved rounds, as bench/scenarios/wire.ts.
+ * time its 200 connections take to open in the run, and reports no TPS for a run they outlast).
+ * Each target's TPS, the most backends of the bench user it held at once (sampled every 100 ms) and
+ * a proxy's CPU per transaction; rounds interleaved as the wire scenarios' (`interleave`: the
+ * order reversed every other round, an uncounted short run before each measured one, so that no
+ * target is measured while its pool fills again after closing its idle backends).
  *
  * `-M simple` and `-S -M simple`: PgBouncer 1.18 (Debian's) keeps no prepared statements in
  * transaction mode, so `-M prepared` is not a fair fight there.
@@ -18,8 +21,8 @@ import pg from 'pg';
 import { conninfo, POOL_SIZE, repobaseOn, USER, type BenchEnv, type Conn, type RefEnv } from '../env.js';
 import { cpuSplit, freePort, pinTree, run } from '../lib/proc.js';
 import { startPgbouncer } from '../lib/pgbouncer.js';
-import { fmt, summarize, type Summary } from '../lib/stats.js';
-import { pgbench, resetTables, type WireScenario } from './wire.js';
+import { fmt } from '../lib/stats.js';
+import { interleave, type BackendsWatch, type WireResult, type WireScenario, type WireTarget } from './wire.js';
 
 export const CLIENTS_SCENARIOS: WireScenario[] = [
   { name: 'pgbench TPC-B -M simple', args: ['-M', 'simple'], tls: false, writes: true },
@@ -40,7 +43,8 @@ export interface ClientsResult {
   cores?: { loadCpus: number[]; proxyCpus: number[] };
   /** Why the `--against` build was not run (it has no pooling by transaction). */
   refNotRun?: string;
-  results: { scenario: string; targets: Record<string, { tps: Summary; backends: Summary }> }[];
+  /** Each target's TPS, latency, the most backends it held, and a proxy's CPU per transaction. */
+  results: WireResult[];
 }
 
 /**
@@ -113,27 +117,26 @@ export async function runClients(
       for (const pid of [repobase.pid, bouncer.pid]) await pinTree(pid, split.proxyCpus);
     }
     const admin = await adminOf(env);
-    /** Each target, with the direct connection to its world's Postgres (tables reset there) and that Postgres' admin (backends counted there). */
-    const targets: { name: string; conn: Conn; direct: Conn; admin: pg.Client }[] = [
-      { name: CLIENTS_REPOBASE, conn: repobase, direct: env.direct, admin },
-      ...(ref ? [{ name: CLIENTS_REPOBASE + ref.suffix, conn: ref.env.repobase, direct: ref.env.direct, admin: await adminOf(ref.env) }] : []),
-      { name: BOUNCER, conn: bouncerConn, direct: env.direct, admin },
-      { name: DIRECT, conn: env.direct, direct: env.direct, admin },
+    /** Each target (tables reset through its world's direct connection), and that Postgres' admin, where its backends are counted. */
+    const targets: { target: WireTarget; admin: pg.Client }[] = [
+      { target: { name: CLIENTS_REPOBASE, conn: repobase, direct: env.direct, pid: repobase.pid }, admin },
+      ...(ref ? [{ target: { name: CLIENTS_REPOBASE + ref.suffix, conn: ref.env.repobase, direct: ref.env.direct, pid: ref.env.repobase.pid }, admin: await adminOf(ref.env) }] : []),
+      { target: { name: BOUNCER, conn: bouncerConn, direct: env.direct, pid: bouncer.pid }, admin },
+      { target: { name: DIRECT, conn: env.direct, direct: env.direct }, admin },
     ];
-    const results: ClientsResult['results'] = [];
-    for (const scenario of CLIENTS_SCENARIOS.slice(0, opts.scenarios)) {
-      const samples = new Map(targets.map((t) => [t.name, { tps: [] as number[], backends: [] as number[] }]));
-      for (let round = 0; round < opts.rounds; round++) {
-        for (const { name, conn, direct, admin } of targets) {
-          if (scenario.writes) await resetTables(direct);
-          const { value, peak } = await peakBackends(admin, () => pgbench(conn, scenario, { rounds: 1, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients }, split?.loadCpus));
-          samples.get(name)!.tps.push(value.tps);
-          samples.get(name)!.backends.push(peak);
-          log(`${scenario.name}${label}, ${opts.clients} clients, round ${round + 1} ${name}: ${value.tps.toFixed(0)} tps, ${peak} backends`);
-        }
-      }
-      results.push({ scenario: scenario.name, targets: Object.fromEntries([...samples].map(([n, s]) => [n, { tps: summarize(s.tps), backends: summarize(s.backends) }])) });
-    }
+    const adminFor = new Map(targets.map((t) => [t.target.name, t.admin]));
+    const watch: BackendsWatch = async (t, work) => {
+      const { value, peak } = await peakBackends(adminFor.get(t.name)!, work);
+      return { run: value, backends: peak };
+    };
+    const results = await interleave(
+      CLIENTS_SCENARIOS.slice(0, opts.scenarios),
+      () => targets.map((t) => t.target),
+      { rounds: opts.rounds, seconds: Math.max(opts.seconds, MIN_SECONDS), clients: opts.clients },
+      log,
+      split?.loadCpus,
+      watch,
+    );
     return { clients: opts.clients, ...(split ? { cores: { loadCpus: split.loadCpus, proxyCpus: split.proxyCpus } } : {}), refNotRun, results };
   } finally {
     if (split) for (const pid of [env.postgresPid, repobase.pid]) await pinTree(pid, split.all).catch(() => undefined);
@@ -153,11 +156,11 @@ export function clientsLines(r: ClientsResult): string[] {
   return [
     `Many clients, few backends: ${r.clients} pgbench clients; repobase as shipped (pooling by transaction) and PgBouncer in transaction mode with ${POOL_SIZE * 2} backends per user, direct with one backend per client.${where}`,
     '',
-    `| scenario | repobase TPS | PgBouncer TPS | direct TPS | backends repobase / PgBouncer / direct | repobase / PgBouncer | repobase / direct |`,
-    '|---|---|---|---|---|---|---|',
+    `| scenario | repobase TPS | PgBouncer TPS | direct TPS | backends repobase / PgBouncer / direct | proxy CPU µs per transaction repobase / PgBouncer | repobase / PgBouncer | repobase / direct |`,
+    '|---|---|---|---|---|---|---|---|',
     ...r.results.map(
       (row) =>
-        `| ${row.scenario} | ${fmt(tps(row, CLIENTS_REPOBASE) ?? NaN)} | ${fmt(tps(row, BOUNCER) ?? NaN)} | ${fmt(tps(row, DIRECT) ?? NaN)} | ${[CLIENTS_REPOBASE, BOUNCER, DIRECT].map((t) => fmt(row.targets[t]?.backends.max ?? NaN)).join(' / ')} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, BOUNCER)), 2)} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, DIRECT)), 2)} |`,
+        `| ${row.scenario} | ${fmt(tps(row, CLIENTS_REPOBASE) ?? NaN)} | ${fmt(tps(row, BOUNCER) ?? NaN)} | ${fmt(tps(row, DIRECT) ?? NaN)} | ${[CLIENTS_REPOBASE, BOUNCER, DIRECT].map((t) => fmt(row.targets[t]?.backends?.max ?? NaN)).join(' / ')} | ${[CLIENTS_REPOBASE, BOUNCER].map((t) => fmt(row.targets[t]?.cpuUs?.median ?? NaN, 1)).join(' / ')} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, BOUNCER)), 2)} | ${fmt(ratio(tps(row, CLIENTS_REPOBASE), tps(row, DIRECT)), 2)} |`,
     ),
     ...(r.refNotRun ? ['', `${r.refNotRun}.`] : []),
   ];

@@ -33,6 +33,8 @@ export interface TargetResult {
   latencyMs: Summary;
   /** CPU µs per transaction of the target's own processes (a proxy's), where the bench started them. */
   cpuUs?: Summary;
+  /** The most backends of the bench user it held at once, where counted (the `clients` scenario). */
+  backends?: Summary;
 }
 
 export interface WireResult {
@@ -131,36 +133,59 @@ export interface WireTarget {
   pid?: number | undefined;
 }
 
+/** One pgbench run's figures. */
+export type PgbenchRun = Awaited<ReturnType<typeof pgbench>>;
+
+/** Runs a target's measured run (`work`) and counts the most backends it held meanwhile. */
+export type BackendsWatch = (t: WireTarget, work: () => Promise<PgbenchRun>) => Promise<{ run: PgbenchRun; backends: number }>;
+
 /**
  * Each scenario through its targets in interleaved rounds, in reverse order every other round
  * (A B C, C B A, A B C…) so that a drift of the machine's load over the run falls on every target
- * alike; writing scenarios reset their tables before every run.
+ * alike; writing scenarios reset their tables before every run. `cpus`: pgbench runs there;
+ * `watch`: each measured run's backends are counted too (TargetResult.backends).
  */
-export async function interleave(scenarios: WireScenario[], targetsOf: (s: WireScenario) => WireTarget[], opts: WireOptions, log: (s: string) => void, cpus?: readonly number[]): Promise<WireResult[]> {
+export async function interleave(
+  scenarios: WireScenario[],
+  targetsOf: (s: WireScenario) => WireTarget[],
+  opts: WireOptions,
+  log: (s: string) => void,
+  cpus?: readonly number[],
+  watch?: BackendsWatch,
+): Promise<WireResult[]> {
   const results: WireResult[] = [];
+  const where = `${cpus ? ' (proxies on cores of their own)' : ''}${watch ? `, ${opts.clients} clients` : ''}`;
   for (const scenario of scenarios) {
     const use = targetsOf(scenario);
-    const samples = new Map(use.map((t) => [t.name, { tps: [] as number[], lat: [] as number[], cpu: [] as number[] }]));
+    const samples = new Map(use.map((t) => [t.name, { tps: [] as number[], lat: [] as number[], cpu: [] as number[], backends: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const t of round % 2 ? [...use].reverse() : use) {
         // Each target's backends may have closed while the others ran (repobase's after
         // `upstreamIdleMs`, 30 s): a short run first, not counted, so that no target is measured
         // while its pool fills (session mode opens a backend per client at once, pooling by
-        // transaction as the load needs them).
-        if (opts.seconds >= WARMUP_AFTER_SECONDS) await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus);
+        // transaction as the load needs them). Its figures are not read: with many clients its
+        // connections may outlast it, and then pgbench reports no TPS.
+        if (opts.seconds >= WARMUP_AFTER_SECONDS) await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus).catch(() => undefined);
         if (scenario.writes) await resetTables(t.direct);
         const cpuBefore = t.pid === undefined ? 0 : cpuMicrosOf(t.pid);
-        const r = await pgbench(t.conn, scenario, opts, cpus);
+        const measure = () => pgbench(t.conn, scenario, opts, cpus);
+        const { run: r, backends } = watch ? await watch(t, measure) : { run: await measure(), backends: undefined };
         const sample = samples.get(t.name)!;
         sample.tps.push(r.tps);
         sample.lat.push(r.latency);
         if (t.pid !== undefined) sample.cpu.push((cpuMicrosOf(t.pid) - cpuBefore) / Math.max(1, r.transactions));
-        log(`${scenario.name}${cpus ? ' (proxies on cores of their own)' : ''} round ${round + 1} ${t.name}: ${r.tps.toFixed(0)} tps`);
+        if (backends !== undefined) sample.backends.push(backends);
+        log(`${scenario.name}${where}, round ${round + 1} ${t.name}: ${r.tps.toFixed(0)} tps${backends !== undefined ? `, ${backends} backends` : ''}`);
       }
     }
     results.push({
       scenario: scenario.name,
-      targets: Object.fromEntries([...samples].map(([n, s]) => [n, { tps: summarize(s.tps), latencyMs: summarize(s.lat), ...(s.cpu.length > 0 ? { cpuUs: summarize(s.cpu) } : {}) }])),
+      targets: Object.fromEntries(
+        [...samples].map(([n, s]) => [
+          n,
+          { tps: summarize(s.tps), latencyMs: summarize(s.lat), ...(s.cpu.length > 0 ? { cpuUs: summarize(s.cpu) } : {}), ...(s.backends.length > 0 ? { backends: summarize(s.backends) } : {}) },
+        ]),
+      ),
     });
   }
   return results;
