@@ -108,7 +108,7 @@ export function createWriter(format: ResultFormat, queryString: string, columns:
 /**
  * `fields` as JSON: column names to type names, in the columns' order. (An object built first
  * would put names that look like array indexes, `"1"`, ahead of the others, out of line with the
- * rows' values.) Names are unique (query-run.ts uniqueNames).
+ * rows' values.) Names are unique (row-descriptions.ts uniqueNames).
  */
 function fieldsJson(columns: readonly Column[]): string {
   let out = '{';

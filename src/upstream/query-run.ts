@@ -41,11 +41,10 @@ import {
   decodeCommandComplete,
   decodeDataRow,
   decodeErrorResponse,
-  decodeRowDescription,
-  type FieldDescription,
   type TransactionStatus,
 } from '../protocol/index.js';
 import type { ColumnType, TypeCatalog } from './query-types.js';
+import { describedBy, NO_COLUMNS, type Described } from './row-descriptions.js';
 import { cancelUpstream, ignore, noteParameterStatus, type UpstreamSession } from './session.js';
 
 /** One row: each value the text Postgres printed, or null. */
@@ -157,7 +156,8 @@ export class CancelFlag {
 
 /** A statement whose rows are read batch by batch. */
 export class RunningStatement {
-  private fields: FieldDescription[] | undefined;
+  /** Its columns, once its RowDescription (or its end) has come. */
+  private described: Described | undefined;
   private buffered: Row[] = [];
   private rowsRead = 0;
   private tag: string | null = null;
@@ -207,11 +207,9 @@ export class RunningStatement {
       statement = await RunningStatement.send(session, sql, batchRows, 'alone', stop, settingFree);
     }
     if (statement.status !== undefined && statement.error) throw statement.error;
-    const fields = statement.fields ?? [];
-    const wanted = fields.map((f) => ({ oid: f.typeOid, typmod: f.typmod }));
-    const described = types.known(wanted) ?? (await types.describe(wanted));
-    const names = uniqueNames(fields.map((f) => f.name));
-    const columns = described.map((type, i) => ({ name: names[i] ?? '', type }));
+    const { wanted, names } = statement.described ?? NO_COLUMNS;
+    const typed = types.known(wanted) ?? (await types.describe(wanted));
+    const columns = typed.map((type, i) => ({ name: names[i] ?? '', type }));
     return { statement, columns, firstRows: statement.take(batchRows) };
   }
 
@@ -222,7 +220,7 @@ export class RunningStatement {
     session.needsReset = true;
     session.socket.write(request(sql, reset));
     stop?.onCancel(() => void statement.cancel());
-    await statement.until(() => statement.status !== undefined || (statement.fields !== undefined && statement.buffered.length >= batchRows));
+    await statement.until(() => statement.status !== undefined || (statement.described !== undefined && statement.buffered.length >= batchRows));
     // The session goes back to its pool only once a cancel is sent: it could reach the next statement
     // otherwise. (Awaited only when there is one: an await of nothing still costs a turn.)
     if (statement.cancelling) await statement.cancelling;
@@ -244,7 +242,7 @@ export class RunningStatement {
     if (this.tag === null) return { command: null, rowCount: null };
     const parsed = parseCommandTag(this.tag);
     // SHOW and EXPLAIN return rows under a tag without a count: count what was returned.
-    if (parsed.command === 'SELECT' || (this.fields?.length ?? 0) > 0) parsed.rowCount = this.rowsRead;
+    if (parsed.command === 'SELECT' || (this.described?.names.length ?? 0) > 0) parsed.rowCount = this.rowsRead;
     return parsed;
   }
 
@@ -379,7 +377,7 @@ export class RunningStatement {
         if (!this.cancelling) this.buffered.push(decodeDataRow(frame));
         return;
       case BackendCode.RowDescription:
-        this.fields = decodeRowDescription(frame);
+        this.described = describedBy(frame);
         return;
       case BackendCode.CommandComplete:
         this.tag = decodeCommandComplete(frame);
@@ -397,7 +395,7 @@ export class RunningStatement {
         this.copy = true;
         return;
       case BackendCode.ReadyForQuery:
-        this.fields ??= [];
+        this.described ??= NO_COLUMNS;
         return this.finish(this.copy ? copyRefused() : undefined, String.fromCharCode(frame[5]!) as TransactionStatus);
       default:
         // EmptyQueryResponse, CopyData/Done, notices.
@@ -422,25 +420,3 @@ export function parseCommandTag(tag: string): { command: string; rowCount: numbe
 }
 
 const SPACE = 0x20;
-
-/**
- * Column names made unique so that `fields` (an object) keeps one entry per column and rows stay
- * aligned with it: the second `?column?` becomes `?column?_2`, the third `?column?_3`, skipping
- * names that already exist.
- */
-export function uniqueNames(names: readonly string[]): readonly string[] {
-  if (names.length < 2) return names;
-  const taken = new Set(names);
-  const seen = new Set<string>();
-  return names.map((name) => {
-    if (!seen.has(name)) {
-      seen.add(name);
-      return name;
-    }
-    let n = 2;
-    while (taken.has(`${name}_${n}`) || seen.has(`${name}_${n}`)) n++;
-    const unique = `${name}_${n}`;
-    seen.add(unique);
-    return unique;
-  });
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { csvField, encodeArray, encodeRow, encodeValue } from '../../../src/upstream/query-encode.js';
-import { parseCommandTag, uniqueNames } from '../../../src/upstream/query-run.js';
+import { parseCommandTag } from '../../../src/upstream/query-run.js';
 import { upperUnquoted, type ValueEncoding } from '../../../src/upstream/query-types.js';
 
 const num: ValueEncoding = { kind: 'number' };
@@ -96,12 +96,6 @@ describe('command tags and column names', () => {
     ['', '', null],
   ])('%s', (tag, command, rowCount) => {
     expect(parseCommandTag(tag)).toEqual({ command, rowCount });
-  });
-
-  it('makes duplicate column names unique, keeping the order', () => {
-    expect(uniqueNames(['?column?', '?column?', '?column?'])).toEqual(['?column?', '?column?_2', '?column?_3']);
-    expect(uniqueNames(['a', 'a', 'a_2'])).toEqual(['a', 'a_3', 'a_2']);
-    expect(uniqueNames(['x', 'y'])).toEqual(['x', 'y']);
   });
 
   it('upper-cases type names outside quotes only', () => {
