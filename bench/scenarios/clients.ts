@@ -102,7 +102,6 @@ export async function runClients(
   );
   // On cores of its own, repobase runs as many processes as it has cores there (see repobaseOn).
   const repobase = split ? repobaseOn(env, split.proxyCpus.length).service : env.repobase;
-  const label = split ? ' (proxies on cores of their own)' : '';
   const admins: pg.Client[] = [];
   const adminOf = async (world: BenchEnv) => {
     const admin = new pg.Client({ connectionString: world.adminUrl });
