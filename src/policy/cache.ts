@@ -1,10 +1,21 @@
-// A bounded LRU of analyses by query text. A Map iterates in insertion order, so re-inserting on
-// a hit keeps the least recently used entry first, where eviction takes it. Hits and misses are
-// counted for the metrics (a plain number each: this is the policy's hot path).
+// A bounded cache of analyses by query text that keeps the recently used ones: an approximate LRU
+// (CLOCK, "second chance"). A hit only marks its entry used; an insert past the bounds walks from
+// the oldest entry (a Map iterates in insertion order), moving a used one to the newest end with
+// its mark cleared and evicting the first unused one. A true LRU re-inserts its entry on every hit,
+// and V8 then rebuilds the Map's table every few hits — in the old generation, where a long-lived
+// Map's table lives: ≈ 150 bytes of old-space garbage per REST request (bench/README, "Where the
+// survivors come from"). Hits and misses are counted for the metrics (a plain number each: this is
+// the policy's hot path).
 import { policyCacheHit, policyCacheMiss } from '../observe/metrics.js';
 
+interface Entry<V> {
+  value: V;
+  /** Hit since the eviction walk last passed it. */
+  used: boolean;
+}
+
 export class LruCache<V> {
-  private readonly map = new Map<string, V>();
+  private readonly map = new Map<string, Entry<V>>();
   private chars = 0;
 
   /**
@@ -24,25 +35,40 @@ export class LruCache<V> {
   }
 
   get(key: string): V | undefined {
-    const value = this.map.get(key);
-    (value === undefined ? policyCacheMiss : policyCacheHit).value++;
-    if (value !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, value);
+    const entry = this.map.get(key);
+    if (entry === undefined) {
+      policyCacheMiss.value++;
+      return undefined;
     }
-    return value;
+    policyCacheHit.value++;
+    entry.used = true;
+    return entry.value;
   }
 
   set(key: string, value: V): void {
     if (this.maxEntries <= 0 || key.length > this.maxKeyChars) return;
-    if (this.map.delete(key)) this.chars -= key.length;
-    this.map.set(key, value);
-    this.chars += key.length;
-    while (this.map.size > this.maxEntries || this.chars > this.maxChars) {
-      const oldest = this.map.keys().next();
-      if (oldest.done === true) break;
-      this.map.delete(oldest.value);
-      this.chars -= oldest.value.length;
+    const known = this.map.get(key);
+    if (known !== undefined) {
+      known.value = value;
+      known.used = true;
+      return;
     }
+    // Room first, then the new entry as the newest: the walk moves used entries behind it
+    // otherwise, and it would be the first unused one. Each used entry passed is moved once with
+    // its mark cleared, so the walk ends within a round.
+    while (this.map.size >= this.maxEntries || this.chars + key.length > this.maxChars) {
+      const oldest = this.map.entries().next();
+      if (oldest.done === true) break;
+      const [k, entry] = oldest.value;
+      this.map.delete(k);
+      if (entry.used) {
+        entry.used = false;
+        this.map.set(k, entry);
+      } else {
+        this.chars -= k.length;
+      }
+    }
+    this.map.set(key, { value, used: false });
+    this.chars += key.length;
   }
 }

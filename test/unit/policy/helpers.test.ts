@@ -104,6 +104,36 @@ describe('LruCache', () => {
     c.set('a', 1);
     expect(c.get('a')).toBeUndefined();
   });
+  test('keeps what is used: entries hit since the last eviction outlive those that were not', () => {
+    const c = new LruCache<number>(3, 1000, 100);
+    c.set('a', 1);
+    c.set('b', 2);
+    c.set('c', 3);
+    c.get('a');
+    c.get('c');
+    c.set('d', 4); // b, the one not hit, goes
+    expect([c.get('a'), c.get('b'), c.get('c'), c.get('d')]).toEqual([1, undefined, 3, 4]);
+    // Every entry hit: one walk clears the marks and the oldest goes.
+    c.set('e', 5);
+    expect(c.size).toBe(3);
+    expect(c.get('e')).toBe(5);
+  });
+  test('a key set again takes the new value and stays', () => {
+    const c = new LruCache<number>(2, 1000, 100);
+    c.set('a', 1);
+    c.set('b', 2);
+    c.set('a', 10);
+    c.set('c', 3);
+    expect([c.get('a'), c.get('b'), c.get('c')]).toEqual([10, undefined, 3]);
+  });
+  test('a hit changes nothing in the map: the insertion order stays as it was', () => {
+    // What keeps V8 from rebuilding the map's table on every hit (see cache.ts).
+    const c = new LruCache<number>(10, 1000, 100);
+    for (const k of ['a', 'b', 'c']) c.set(k, 0);
+    const map = (c as unknown as { map: Map<string, unknown> }).map;
+    for (let i = 0; i < 100; i++) c.get('a');
+    expect([...map.keys()]).toEqual(['a', 'b', 'c']);
+  });
 });
 
 describe('PL/pgSQL expressions become SQL', () => {
