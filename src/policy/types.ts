@@ -138,7 +138,7 @@ export type Decision =
 export interface PolicyOptions {
   /** Query strings longer than this many UTF-8 bytes are refused (54000) before parsing. */
   maxStatementBytes: number;
-  /** Analyses kept in the LRU cache (default 5000). 0 disables the cache. */
+  /** Analyses kept in the cache of recently used ones (default 5000). 0 disables the cache. */
   cacheSize?: number;
   /**
    * Query strings of at least this many bytes are parsed in a worker thread so they do not stall
