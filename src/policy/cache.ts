@@ -2,10 +2,10 @@
 // (CLOCK, "second chance"). A hit only marks its entry used; an insert past the bounds walks from
 // the oldest entry (a Map iterates in insertion order), moving a used one to the newest end with
 // its mark cleared and evicting the first unused one. A true LRU re-inserts its entry on every hit,
-// and V8 then rebuilds the Map's table every few hits — in the old generation, where a long-lived
-// Map's table lives: ≈ 150 bytes of old-space garbage per REST request (bench/README, "Where the
-// survivors come from"). Hits and misses are counted for the metrics (a plain number each: this is
-// the policy's hot path).
+// and V8 then rebuilds the Map's table every few hits: V8's heap profiler counted ≈ 150 bytes per
+// REST request of those tables outliving scavenges, none since (bench/README, "Where the survivors
+// come from"). Hits and misses are counted for the metrics (a plain number each: this is the
+// policy's hot path).
 import { policyCacheHit, policyCacheMiss } from '../observe/metrics.js';
 
 interface Entry<V> {
@@ -14,7 +14,7 @@ interface Entry<V> {
   used: boolean;
 }
 
-export class LruCache<V> {
+export class RecentlyUsedCache<V> {
   private readonly map = new Map<string, Entry<V>>();
   private chars = 0;
 

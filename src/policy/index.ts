@@ -2,7 +2,7 @@
 // parsers' WASM, loaded once here.
 import { SqlState } from '../shared/errors.js';
 import { analyse, type Reading } from './analyse.js';
-import { LruCache } from './cache.js';
+import { RecentlyUsedCache } from './cache.js';
 import { literalShape } from './shape.js';
 import { evaluate, toError } from './decide.js';
 import type { Analysis } from './facts.js';
@@ -38,14 +38,14 @@ const escaped: Reading = { escapeStrings: true };
 /** Loads the parsers and returns a policy; one per process is enough (it is stateless but for its cache). */
 export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   await loadParsers();
-  const cache = new LruCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars, cacheKeyChars);
+  const cache = new RecentlyUsedCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars, cacheKeyChars);
   const threshold = options.workerThresholdBytes ?? defaultWorkerThreshold;
   const limit = options.maxStatementBytes;
   const pool = createParsePool(analyse);
 
   // Analyses by statement shape (numeric literals as 0): only allowed-as-is ones, whose decision
   // carries no text or position of the statement it was made for.
-  const shapes = new LruCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars, cacheKeyChars);
+  const shapes = new RecentlyUsedCache<Analysis>(options.cacheSize ?? defaultCacheSize, cacheChars, cacheKeyChars);
 
   // The last allow of each analysis per rights snapshot, with the search path it was made for.
   // A snapshot is immutable (a change of rights makes a new one), so the same snapshot and an

@@ -2,7 +2,7 @@
 // expression wrapping.
 import { describe, expect, test } from 'vitest';
 import { expressionSql } from '../../../src/policy/bodies.js';
-import { LruCache } from '../../../src/policy/cache.js';
+import { RecentlyUsedCache } from '../../../src/policy/cache.js';
 import { scanTokens } from '../../../src/policy/lexer.js';
 import { quoteIdent, splitIdentifiers, truncateIdentifier } from '../../../src/policy/names.js';
 import { offsetsOf } from '../../../src/policy/offsets.js';
@@ -83,9 +83,9 @@ describe('offsets', () => {
   });
 });
 
-describe('LruCache', () => {
-  test('evicts the least recently used entry', () => {
-    const c = new LruCache<number>(2, 1000, 100);
+describe('RecentlyUsedCache', () => {
+  test('evicts an entry not hit before one that was', () => {
+    const c = new RecentlyUsedCache<number>(2, 1000, 100);
     c.set('a', 1);
     c.set('b', 2);
     expect(c.get('a')).toBe(1);
@@ -93,19 +93,19 @@ describe('LruCache', () => {
     expect([c.get('a'), c.get('b'), c.get('c')]).toEqual([1, undefined, 3]);
   });
   test('bounds the total key length and refuses huge keys', () => {
-    const c = new LruCache<number>(100, 160, 10);
+    const c = new RecentlyUsedCache<number>(100, 160, 10);
     c.set('x'.repeat(11), 1);
     expect(c.size).toBe(0);
     for (let i = 0; i < 20; i++) c.set(`${i}`.padStart(10, '0'), i);
     expect(c.size).toBe(16);
   });
   test('size 0 disables it', () => {
-    const c = new LruCache<number>(0, 1000, 100);
+    const c = new RecentlyUsedCache<number>(0, 1000, 100);
     c.set('a', 1);
     expect(c.get('a')).toBeUndefined();
   });
   test('keeps what is used: entries hit since the last eviction outlive those that were not', () => {
-    const c = new LruCache<number>(3, 1000, 100);
+    const c = new RecentlyUsedCache<number>(3, 1000, 100);
     c.set('a', 1);
     c.set('b', 2);
     c.set('c', 3);
@@ -119,7 +119,7 @@ describe('LruCache', () => {
     expect(c.get('e')).toBe(5);
   });
   test('a key set again takes the new value and stays', () => {
-    const c = new LruCache<number>(2, 1000, 100);
+    const c = new RecentlyUsedCache<number>(2, 1000, 100);
     c.set('a', 1);
     c.set('b', 2);
     c.set('a', 10);
@@ -128,7 +128,7 @@ describe('LruCache', () => {
   });
   test('a hit changes nothing in the map: the insertion order stays as it was', () => {
     // What keeps V8 from rebuilding the map's table on every hit (see cache.ts).
-    const c = new LruCache<number>(10, 1000, 100);
+    const c = new RecentlyUsedCache<number>(10, 1000, 100);
     for (const k of ['a', 'b', 'c']) c.set(k, 0);
     const map = (c as unknown as { map: Map<string, unknown> }).map;
     for (let i = 0; i < 100; i++) c.get('a');
