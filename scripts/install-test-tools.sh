@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests drive, if missing: psql and pgbench (Debian's PostgreSQL
-# packages), Chromium (the browser tests), pgjdbc with a Java runtime and psycopg2 for Debian's
-# Python (drivers of the pooling tests) and Citus for Debian's PostgreSQL 15 (the scale-out tests
+# packages), Chromium (the browser tests), pgjdbc with a Java runtime, and psycopg2, psycopg 3 and
+# asyncpg for Debian's Python (drivers of the pooling tests) and Citus for Debian's PostgreSQL 15 (the scale-out tests
 # start a coordinator and workers from /usr/lib/postgresql/15/bin). `npm test` runs this
 # first; so does CI. Without root or apt it installs nothing and stops with one line naming what
 # to install.
@@ -28,7 +28,10 @@ command -v pgbench >/dev/null 2>&1 || missing+=(postgresql)
 [ -x "$chromium" ] || missing+=(chromium)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 [ -f "${REPOBASE_TEST_JDBC_JAR:-/usr/share/java/postgresql.jar}" ] || missing+=(libpostgresql-jdbc-java)
-"${REPOBASE_TEST_PYTHON:-/usr/bin/python3}" -c 'import psycopg2' >/dev/null 2>&1 || missing+=(python3-psycopg2)
+python="${REPOBASE_TEST_PYTHON:-/usr/bin/python3}"
+"$python" -c 'import psycopg2' >/dev/null 2>&1 || missing+=(python3-psycopg2)
+"$python" -c 'import psycopg' >/dev/null 2>&1 || missing+=(python3-psycopg)
+"$python" -c 'import asyncpg' >/dev/null 2>&1 || missing+=(python3-asyncpg)
 need_citus=0
 [ -x "$citus_bin/postgres" ] && [ -f "$citus_bin/../lib/citus.so" ] || need_citus=1
 [ ${#missing[@]} -eq 0 ] && [ $need_citus -eq 0 ] && exit 0
@@ -42,7 +45,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${missing[@]}"
   else
-    echo "npm test needs ${missing[*]} (psql, pgbench, $chromium, java with pgjdbc, psycopg2): run 'sudo bash scripts/install-test-tools.sh' on Debian, or install them yourself" >&2
+    echo "npm test needs ${missing[*]} (psql, pgbench, $chromium, java with pgjdbc, psycopg2, psycopg 3, asyncpg): run 'sudo bash scripts/install-test-tools.sh' on Debian, or install them yourself" >&2
     exit 1
   fi
 fi

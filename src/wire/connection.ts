@@ -120,8 +120,16 @@ function peek(socket: Socket): Promise<Buffer | undefined> {
 /** A TLS handshake's first byte (a handshake record): a client negotiating TLS directly. */
 const TLS_HANDSHAKE = 0x16;
 
+/**
+ * The largest TLS record sent: Postgres' own (its send buffer is 8 KiB). libpq reads only what
+ * fits its free buffer; the rest of a larger record waits decrypted inside OpenSSL, where a
+ * non-blocking client's select() never sees it (psycopg 3 then waits for ever for the last rows).
+ */
+const TLS_RECORD_BYTES = 8192;
+
 function startTls(raw: Socket, deps: WireDeps): TLSSocket {
   const secure = new TLSSocket(raw, { isServer: true, secureContext: deps.tls.context, ALPNProtocols: ['postgresql'] });
+  secure.setMaxSendFragment(TLS_RECORD_BYTES);
   secure.on('error', () => secure.destroy());
   secure.setNoDelay?.(true);
   return secure;
