@@ -11,7 +11,7 @@ import type { PgError } from '../shared/errors.js';
 import { BackendCode, buildErrorResponse, buildReadyForQuery, decodeDataRow, decodeErrorResponse, fromClientText, inClientText, type ClientText, type TransactionStatus } from '../protocol/index.js';
 import { countError } from '../observe/metrics.js';
 import { noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
-import type { BackendState } from './client-state.js';
+import type { BackendState } from './backend-state.js';
 import { METERED, type AnswerMeter } from './metering.js';
 import type { Internal, Pooling, Step } from './pooling.js';
 import type { Sent } from './prepared.js';

@@ -5,7 +5,7 @@
  */
 import type { Return } from '../upstream/session-pool.js';
 import { cancelUpstream, ignore, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
-import type { BackendState } from './client-state.js';
+import type { BackendState } from './backend-state.js';
 import type { Pooling } from './pooling.js';
 import { Run } from './run.js';
 

@@ -12,12 +12,16 @@
  *   another — temporary objects, session advisory locks, LISTEN, cursors WITH HOLD — and code
  *   the policy could not see into, until the backend has been asked what it left (the check).
  *
- * `BackendState` is the other side: what one backend has, as the proxy left it. Both change as
- * statements succeed (`applyEffects`), so that after each transaction the proxy knows both.
+ * `BackendState` (backend-state.ts) is the other side: what one backend has, as the proxy left it.
+ * Both change as statements succeed (`applyEffects`), so that after each transaction the proxy
+ * knows both.
  * Pure bookkeeping: no I/O (the relay sends what this module says to send).
  */
-import { BACKEND_PID_SETTING, SENDERS_PREFIX, type SessionEffect } from '../policy/index.js';
+import { BACKEND_PID_SETTING, type SessionEffect } from '../policy/index.js';
+import { isReported, reportedName, type BackendState } from './backend-state.js';
+import type { Prepared } from './prepared-statement.js';
 import { OtherSettings, isChangeableReported, setConfigValue, type SettingValue } from './session-settings.js';
+import { noteSettingName, type CheckResult } from './state-check.js';
 
 /** Reported settings that decide how Postgres reads statement text. */
 const READING = ['standard_conforming_strings', 'client_encoding'];
@@ -25,25 +29,6 @@ const READING = ['standard_conforming_strings', 'client_encoding'];
 /** Why a client keeps its backend between transactions (the metrics' `reason` label). */
 export type PinReason = 'temp' | 'advisory_lock' | 'listen' | 'cursor' | 'unknown';
 export const PIN_REASONS: readonly PinReason[] = ['temp', 'advisory_lock', 'listen', 'cursor', 'unknown'];
-
-/** A named prepared statement of a client. */
-export interface Prepared {
-  /** Text and parameter types (protocol), or the PREPARE statement (SQL): equal keys, one server statement. */
-  readonly key: string;
-  readonly kind: 'protocol' | 'sql';
-  /** Protocol: the text Postgres prepares (after the policy's rewrite) and the parameter type oids. SQL: the PREPARE statement. */
-  readonly sql: string;
-  /** The client's own text (what its effects' positions refer to). */
-  readonly text: string;
-  readonly paramTypes: readonly number[];
-  /** What running it does to the session (its statement's effects). */
-  readonly effects: readonly SessionEffect[];
-}
-
-/** The key of a protocol-level statement: its text and parameter types. */
-export function protocolKey(sql: string, paramTypes: readonly number[]): string {
-  return paramTypes.length === 0 ? sql : `${sql}\0${paramTypes.join(',')}`;
-}
 
 let clients = 0;
 
@@ -313,168 +298,6 @@ export class ClientState {
 /** The names of the functions built into the server (pg_catalog): calls of any other name are the user's. */
 export interface BuiltinFunctions {
   has(name: string): boolean;
-}
-
-/** What one backend holds, as the proxy left it. */
-export class BackendState {
-  /** Reported settings as the backend last reported them (login, then each ParameterStatus). */
-  readonly reported: Map<string, string>;
-  readonly other = new OtherSettings();
-  /** Server statement name → key of what it holds. */
-  private readonly byName = new Map<string, string>();
-  /** Key → a server statement name holding it. */
-  private readonly byKey = new Map<string, string>();
-  /** The client statement the backend's unnamed statement holds now. */
-  unnamed: Prepared | undefined;
-  /** The client that ran on it last: sequence state (currval) is that client's. */
-  lastClient: number | undefined;
-  /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
-  announced: number | undefined;
-  /** Bumped when `reported` changes (see Pooling.inSync). */
-  reportedStamp = 0;
-  /** Kept by `settingsId`. */
-  settingsMemo: { stamp: number; id: number } | undefined;
-  /** The client whose settings it had when last compared, and both sides' stamps then. */
-  synced: { client: number; clientStamp: number; backendStamp: number } | undefined;
-  private serial = 0;
-
-  constructor(
-    private readonly login: ReadonlyMap<string, string>,
-    /** Its process id (pg_backend_pid() there). */
-    readonly processId = 0,
-  ) {
-    this.reported = new Map(login);
-  }
-
-  get statementCount(): number {
-    return this.byName.size;
-  }
-
-  /** The server statement holding `key`, if the backend has one. */
-  serverName(key: string): string | undefined {
-    return this.byKey.get(key);
-  }
-
-  /** A name under which to prepare `key` here: the client's own when free, else one of the proxy's. */
-  nameFor(clientName: string): string {
-    if (!this.byName.has(clientName)) return clientName;
-    let name: string;
-    do name = `repobase_s${++this.serial}`;
-    while (this.byName.has(name));
-    return name;
-  }
-
-  /** Whether a server statement of that name exists (holding anything). */
-  hasServerStatement(name: string): boolean {
-    return this.byName.has(name);
-  }
-
-  keyOf(name: string): string | undefined {
-    return this.byName.get(name);
-  }
-
-  noteServerStatement(name: string, key: string): void {
-    this.forgetServerStatement(name);
-    this.byName.set(name, key);
-    if (!this.byKey.has(key)) this.byKey.set(key, name);
-  }
-
-  forgetServerStatement(name: string): void {
-    const key = this.byName.get(name);
-    if (key === undefined) return;
-    this.byName.delete(name);
-    if (this.byKey.get(key) !== name) return;
-    this.byKey.delete(key);
-    for (const [other, k] of this.byName) {
-      if (k === key) {
-        this.byKey.set(key, other);
-        break;
-      }
-    }
-  }
-
-  forgetStatements(): void {
-    this.byName.clear();
-    this.byKey.clear();
-    this.unnamed = undefined;
-  }
-
-  /**
-   * Before DISCARD ALL: a backend as fresh as after its login. Its reported settings are back at
-   * their login values too (RESET ALL), which Postgres reports to whoever runs the DISCARD ALL
-   * (the pool, not a client): they are set here, or the next client with the values the backend
-   * had before would be given none of them.
-   */
-  reset(): void {
-    this.reported.clear();
-    for (const [name, value] of this.login) this.reported.set(name, value);
-    this.reportedStamp++;
-    this.other.clear();
-    this.forgetStatements();
-    this.lastClient = undefined;
-    this.synced = undefined;
-  }
-}
-
-function reportedName(name: string, backend: BackendState): string | undefined {
-  for (const n of backend.reported.keys()) if (n.toLowerCase() === name) return n;
-  return undefined;
-}
-
-function isReported(name: string, backend: BackendState): boolean {
-  return reportedName(name, backend) !== undefined;
-}
-
-/** What a backend holds that the proxy may not have seen made (see `checkSql`). */
-export interface CheckResult {
-  /** Session-level settings (pg_settings' source `session`): name → value. */
-  settings: ReadonlyMap<string, string>;
-  temp: boolean;
-  locks: boolean;
-  listens: boolean;
-  cursors: boolean;
-}
-
-/**
- * Names of custom settings (`app.tenant`) this process has seen set or named in a function body.
- * Postgres lists no custom setting anywhere (pg_settings leaves them out), so the check asks for
- * these by name: one a function sets that nothing here ever named is not found.
- */
-const customNames = new Set<string>();
-const MAX_CUSTOM_NAMES = 1000;
-
-/** Takes note of a setting's name, if it is a custom one (it has a dot). */
-export function noteSettingName(name: string): void {
-  if (!name.includes('.') || customNames.has(name)) return;
-  if (customNames.size >= MAX_CUSTOM_NAMES) customNames.delete(customNames.values().next().value!);
-  customNames.add(name);
-}
-
-/**
- * Asks a backend what session state it holds: its session-level settings (built-in ones from
- * pg_settings, custom ones by name), whether it has temporary objects, session advisory locks,
- * channels it listens on and holdable cursors. About a millisecond of the backend's time
- * (pg_settings builds every setting): run only after code the proxy could not see into, or to
- * learn whether a pin is over. One row.
- */
-export function checkSql(): string {
-  const names = [...customNames].map((n) => `'${n.replace(/'/g, "''")}'`);
-  return [
-    'SELECT',
-    "(SELECT coalesce(json_object_agg(name, setting), '{}') FROM pg_catalog.pg_settings WHERE source = 'session')::text,",
-    'EXISTS (SELECT FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()),',
-    "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory'),",
-    `EXISTS (SELECT FROM pg_catalog.pg_listening_channels() c WHERE NOT pg_catalog.starts_with(c, '${SENDERS_PREFIX}')),`,
-    'EXISTS (SELECT FROM pg_catalog.pg_cursors WHERE is_holdable),',
-    names.length === 0 ? "'{}'" : `(SELECT coalesce(json_object_agg(n, v), '{}') FROM (SELECT n, pg_catalog.current_setting(n, true) AS v FROM pg_catalog.unnest(ARRAY[${names.join(', ')}]::text[]) n) s WHERE v <> '')::text`,
-  ].join(' ');
-}
-
-/** The check's one row, as its text columns. */
-export function parseCheck(row: readonly (string | null)[]): CheckResult {
-  const named = [...Object.entries(JSON.parse(row[0] ?? '{}') as Record<string, string>), ...Object.entries(JSON.parse(row[5] ?? '{}') as Record<string, string>)];
-  const settings = new Map(named.map(([name, value]) => [name.toLowerCase(), value]));
-  return { settings, temp: row[1] === 't', locks: row[2] === 't', listens: row[3] === 't', cursors: row[4] === 't' };
 }
 
 function assertNever(x: never): never {

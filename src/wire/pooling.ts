@@ -14,7 +14,10 @@ import { FrontendCode, buildParameterStatus, buildQuery, decodeParameterStatus, 
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
 import { settingReplays, stateChecks } from '../observe/metrics.js';
-import { BackendState, checkSql, ClientState, parseCheck, type BuiltinFunctions, type Prepared } from './client-state.js';
+import { BackendState } from './backend-state.js';
+import type { ClientState, BuiltinFunctions } from './client-state.js';
+import type { Prepared } from './prepared-statement.js';
+import { checkSql, parseCheck } from './state-check.js';
 import { PreparedStatements, type Sent } from './prepared.js';
 import type { Pending } from './answers.js';
 import { literal, settingsDiff, settingsId, settingsStamp } from './session-settings.js';

@@ -14,7 +14,9 @@
 import type { SessionEffect } from '../policy/index.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import { buildClose, buildParse, buildSync, FrontendCode, type ParseMessage } from '../protocol/index.js';
-import { protocolKey, type BackendState, type ClientState, type Prepared } from './client-state.js';
+import type { BackendState } from './backend-state.js';
+import type { ClientState } from './client-state.js';
+import { protocolKey, type Prepared } from './prepared-statement.js';
 import { quoteIdent } from '../policy/names.js';
 import { renamed, statementName } from './statement-frames.js';
 import { statementReprepares } from '../observe/metrics.js';

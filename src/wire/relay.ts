@@ -24,7 +24,7 @@ import type { Return } from '../upstream/session-pool.js';
 import type { AuditEvent, AuditOrigin } from '../control/audit.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
-import type { Prepared } from './client-state.js';
+import type { Prepared } from './prepared-statement.js';
 import { AnswerMeter } from './metering.js';
 import type { Internal, Pooling } from './pooling.js';
 import type { Sent } from './prepared.js';

@@ -12,7 +12,7 @@ import { PgError } from '../shared/errors.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { runOwnQuery, type UpstreamSession } from '../upstream/session.js';
 import { backendState } from './pooling.js';
-import { noteSettingName } from './client-state.js';
+import { noteSettingName } from './state-check.js';
 import { literal, setConfigValue, type SettingValue } from './session-settings.js';
 
 /** The start-up parameters of every pooled backend: none. */

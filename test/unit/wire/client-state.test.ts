@@ -2,7 +2,9 @@
 // transaction), prepared statements, pins; and the difference a backend needs to be the client's.
 import { describe, expect, it } from 'vitest';
 import type { SessionEffect } from '../../../src/policy/index.js';
-import { BackendState, ClientState, checkSql, noteSettingName, parseCheck } from '../../../src/wire/client-state.js';
+import { BackendState } from '../../../src/wire/backend-state.js';
+import { ClientState } from '../../../src/wire/client-state.js';
+import { checkSql, noteSettingName, parseCheck } from '../../../src/wire/state-check.js';
 import { OtherSettings, setConfigValue, settingsDiff, settingsId } from '../../../src/wire/session-settings.js';
 
 const LOGIN = new Map([

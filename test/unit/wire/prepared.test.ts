@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildBind, buildClose, buildDescribe, buildParse, decodeBind, decodeParse, FrontendCode } from '../../../src/protocol/index.js';
 import { SqlState } from '../../../src/shared/errors.js';
-import { BackendState, ClientState } from '../../../src/wire/client-state.js';
+import { BackendState } from '../../../src/wire/backend-state.js';
+import { ClientState } from '../../../src/wire/client-state.js';
 import { PreparedStatements, type Sent } from '../../../src/wire/prepared.js';
 import { renamed, statementName } from '../../../src/wire/statement-frames.js';
 

@@ -1,0 +1,118 @@
+/**
+ * What one upstream backend holds, as the proxy left it (pooling by transaction): its reported
+ * and other settings, the server statements it holds and under which names, and who it served
+ * last. A backend outlives the clients it serves; its client's side is client-state.ts.
+ */
+import type { Prepared } from './prepared-statement.js';
+import { OtherSettings } from './session-settings.js';
+
+/** What one backend holds, as the proxy left it. */
+export class BackendState {
+  /** Reported settings as the backend last reported them (login, then each ParameterStatus). */
+  readonly reported: Map<string, string>;
+  readonly other = new OtherSettings();
+  /** Server statement name → key of what it holds. */
+  private readonly byName = new Map<string, string>();
+  /** Key → a server statement name holding it. */
+  private readonly byKey = new Map<string, string>();
+  /** The client statement the backend's unnamed statement holds now. */
+  unnamed: Prepared | undefined;
+  /** The client that ran on it last: sequence state (currval) is that client's. */
+  lastClient: number | undefined;
+  /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
+  announced: number | undefined;
+  /** Bumped when `reported` changes (see Pooling.inSync). */
+  reportedStamp = 0;
+  /** Kept by `settingsId`. */
+  settingsMemo: { stamp: number; id: number } | undefined;
+  /** The client whose settings it had when last compared, and both sides' stamps then. */
+  synced: { client: number; clientStamp: number; backendStamp: number } | undefined;
+  private serial = 0;
+
+  constructor(
+    private readonly login: ReadonlyMap<string, string>,
+    /** Its process id (pg_backend_pid() there). */
+    readonly processId = 0,
+  ) {
+    this.reported = new Map(login);
+  }
+
+  get statementCount(): number {
+    return this.byName.size;
+  }
+
+  /** The server statement holding `key`, if the backend has one. */
+  serverName(key: string): string | undefined {
+    return this.byKey.get(key);
+  }
+
+  /** A name under which to prepare `key` here: the client's own when free, else one of the proxy's. */
+  nameFor(clientName: string): string {
+    if (!this.byName.has(clientName)) return clientName;
+    let name: string;
+    do name = `repobase_s${++this.serial}`;
+    while (this.byName.has(name));
+    return name;
+  }
+
+  /** Whether a server statement of that name exists (holding anything). */
+  hasServerStatement(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  keyOf(name: string): string | undefined {
+    return this.byName.get(name);
+  }
+
+  noteServerStatement(name: string, key: string): void {
+    this.forgetServerStatement(name);
+    this.byName.set(name, key);
+    if (!this.byKey.has(key)) this.byKey.set(key, name);
+  }
+
+  forgetServerStatement(name: string): void {
+    const key = this.byName.get(name);
+    if (key === undefined) return;
+    this.byName.delete(name);
+    if (this.byKey.get(key) !== name) return;
+    this.byKey.delete(key);
+    for (const [other, k] of this.byName) {
+      if (k === key) {
+        this.byKey.set(key, other);
+        break;
+      }
+    }
+  }
+
+  forgetStatements(): void {
+    this.byName.clear();
+    this.byKey.clear();
+    this.unnamed = undefined;
+  }
+
+  /**
+   * Before DISCARD ALL: a backend as fresh as after its login. Its reported settings are back at
+   * their login values too (RESET ALL), which Postgres reports to whoever runs the DISCARD ALL
+   * (the pool, not a client): they are set here, or the next client with the values the backend
+   * had before would be given none of them.
+   */
+  reset(): void {
+    this.reported.clear();
+    for (const [name, value] of this.login) this.reported.set(name, value);
+    this.reportedStamp++;
+    this.other.clear();
+    this.forgetStatements();
+    this.lastClient = undefined;
+    this.synced = undefined;
+  }
+}
+
+/** The name Postgres reports `name` under (`timezone` → `TimeZone`), if it reports it. */
+export function reportedName(name: string, backend: BackendState): string | undefined {
+  for (const n of backend.reported.keys()) if (n.toLowerCase() === name) return n;
+  return undefined;
+}
+
+export function isReported(name: string, backend: BackendState): boolean {
+  return reportedName(name, backend) !== undefined;
+}
