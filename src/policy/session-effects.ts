@@ -145,13 +145,16 @@ function sessionCharacteristic(d: JsonObject | undefined, out: SessionEffect[]):
 }
 
 /**
- * Whether a statement creates a temporary object: a relation made TEMP (also `SELECT … INTO
- * TEMP`), or, for a creating statement, anything named in the temporary schema (`pg_temp.f`).
+ * Whether a statement creates a temporary object that outlives its transaction: a relation made
+ * TEMP (also `SELECT … INTO TEMP`) but `ON COMMIT DROP`, or, for a creating statement, anything
+ * named in the temporary schema (`pg_temp.f`).
  */
 function createsTemp(n: Json, creating: boolean): boolean {
   if (Array.isArray(n)) return n.some((item) => createsTemp(item, creating));
   const o = obj(n);
   if (o === undefined) return false;
+  // Dropped at the end of its transaction: nothing of it outlives the transaction.
+  if (o.oncommit === 'ONCOMMIT_DROP' || o.onCommit === 'ONCOMMIT_DROP') return false;
   if (o.relpersistence === 't') return true;
   if (creating && typeof o.schemaname === 'string' && isTempSchema(o.schemaname)) return true;
   for (const key in o) {

@@ -73,6 +73,8 @@ export class Answers {
   status: TransactionStatus = 'I';
   /** Resolves when every request sent upstream has been answered. */
   private onDrained: (() => void) | undefined;
+  /** The error of a request of the proxy's that failed, to answer the client's next request with in place of its own first error. */
+  private substitute: Buffer | undefined;
 
   constructor(
     private readonly toClient: Run,
@@ -149,6 +151,10 @@ export class Answers {
         break;
       }
       case BackendCode.ErrorResponse: {
+        if (this.substitute !== undefined && p !== undefined) {
+          frame = this.substitute;
+          this.substitute = undefined;
+        }
         if (p !== undefined) {
           p.failed = true;
           if (p.refusal !== undefined && frame.includes(p.refused ?? STAND_IN_BYTES)) {
@@ -228,9 +234,11 @@ export class Answers {
     session.status = this.status;
     const head = this.queue.shift();
     if (head?.kind === 'internal') {
+      if (head.job.substitute === true && head.error !== undefined) this.substitute = head.error;
       head.job.done(head.error, this.status);
     } else {
       if (head?.kind === 'request') this.requestDone(head.p, backend);
+      this.substitute = undefined;
       this.toClient.add(frame);
     }
     while (this.queue[0]?.kind === 'local') {
@@ -243,6 +251,32 @@ export class Answers {
       this.onDrained = undefined;
       drained();
     }
+    this.host.answered();
+  }
+
+  /**
+   * The backend was closed on purpose (it could not be brought to the client's session): every
+   * request in flight is answered with `error` — none of them ran — and the proxy's own are
+   * dropped. `open`: the extended batch still being sent, whose ReadyForQuery waits for its Sync.
+   */
+  abandon(error: Buffer, open: Pending | undefined, backend: BackendState | undefined): void {
+    this.substitute = undefined;
+    this.status = 'I';
+    for (const entry of this.queue.splice(0)) {
+      if (entry.kind === 'internal') continue;
+      if (entry.kind === 'local') {
+        for (const f of entry.frames) this.toClient.write(f);
+        this.toClient.write(buildReadyForQuery(this.status));
+        continue;
+      }
+      entry.p.failed = true;
+      this.toClient.write(error);
+      if (entry.p !== open) this.toClient.write(buildReadyForQuery(this.status));
+      this.requestDone(entry.p, backend);
+    }
+    const drained = this.onDrained;
+    this.onDrained = undefined;
+    drained?.();
     this.host.answered();
   }
 

@@ -6,6 +6,9 @@
 import type { Prepared } from './prepared-statement.js';
 import { OtherSettings } from './session-settings.js';
 
+/** An announcement that a backend serves no client (process ids are never 0). */
+export const NO_CLIENT = 0;
+
 /** What one backend holds, as the proxy left it. */
 export class BackendState {
   /** Reported settings as the backend last reported them (login, then each ParameterStatus). */
@@ -21,6 +24,21 @@ export class BackendState {
   lastClient: number | undefined;
   /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
   announced: number | undefined;
+  /** An announcement made inside the transaction now open (NO_CLIENT: of none): it holds once that transaction commits. */
+  announcing: number | undefined;
+
+  /** The client its listeners take it to serve, counting an announcement of the open transaction. */
+  get serving(): number | undefined {
+    const a = this.announcing;
+    return a === undefined ? this.announced : a === NO_CLIENT ? undefined : a;
+  }
+
+  /** The open transaction ended: an announcement made in it holds if it committed. */
+  endAnnouncing(committed: boolean): void {
+    if (this.announcing === undefined) return;
+    if (committed) this.announced = this.serving;
+    this.announcing = undefined;
+  }
   /** Bumped when `reported` changes (see Pooling.inSync). */
   reportedStamp = 0;
   /** Kept by `settingsId`. */

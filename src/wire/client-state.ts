@@ -278,11 +278,25 @@ export class ClientState {
    */
   readingChanged = false;
 
+  /** A setting that cannot be given to a backend any more goes back to its start-up value (false: not one the client set). */
+  resetSetting(name: string): boolean {
+    if (this.other.get(name) === undefined) return false;
+    this.other.reset(name);
+    this.other.commit();
+    return true;
+  }
+
+  /** Whether the end of the open transaction decides something: setting changes kept apart, a pin taken, an announcement made in it. */
+  awaitsTransactionEnd(backend: BackendState): boolean {
+    return this.other.pending || backend.other.pending || this.pinnedInTransaction || backend.announcing !== undefined;
+  }
+
   /**
    * The transaction ended: its setting changes are kept if it committed, dropped if it rolled
    * back; a pin taken in a transaction that rolled back may be gone (the check says).
    */
   endTransaction(committed: boolean, backend: BackendState): void {
+    backend.endAnnouncing(committed);
     if (committed) {
       this.other.commit();
       backend.other.commit();

@@ -237,6 +237,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         reclaim: (s) => deps.pool.reclaim(role, BASELINE, s),
         builtins: deps.builtins,
         prepareText: (p) => relay.prepareText(p),
+        onRestoreFailed: (error) => relay.restoreFailed(error),
         onLost: (message) => relay.lost(message),
         sendersChannel: sendersChannel(role),
       });

@@ -14,7 +14,7 @@ import { FrontendCode, buildParameterStatus, buildQuery, decodeParameterStatus, 
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
 import { settingReplays, stateChecks } from '../observe/metrics.js';
-import { BackendState } from './backend-state.js';
+import { BackendState, NO_CLIENT } from './backend-state.js';
 import type { ClientState, BuiltinFunctions } from './client-state.js';
 import type { Prepared } from './prepared-statement.js';
 import { checkSql, parseCheck } from './state-check.js';
@@ -38,6 +38,8 @@ export interface Internal {
   onRow?(row: (string | null)[]): void;
   /** At its ReadyForQuery: `error` is the first error it got, if any. */
   done(error: Buffer | undefined, status: TransactionStatus): void;
+  /** Its error, if it fails, is the one the client's next request answers with in place of its own first error. */
+  substitute?: boolean;
 }
 
 /** Backends' states, whoever holds them (a backend outlives the clients it serves). */
@@ -67,7 +69,9 @@ export interface PoolingDeps {
   builtins: BuiltinFunctions;
   /** The text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused). */
   prepareText(p: Prepared): string | undefined;
-  /** Told of a fatal failure to restore the client's state on a backend. */
+  /** Told that a backend could not be brought to the client's state (with the error Postgres gave). */
+  onRestoreFailed(error: Buffer): void;
+  /** Told that what a backend holds of the client's session could not be learnt: the session cannot go on safely. */
   onLost(message: string): void;
   /** The user's channel of sender announcements (notifications.ts). */
   sendersChannel: string;
@@ -160,6 +164,7 @@ export class Pooling {
     if (status === 'E') return [];
     if (hasEffect(effects, 'backend_pid')) this.client.usesBackendPid();
     const jobs: Internal[] = [];
+    const text = this.texts.of(this.client.reported.get('client_encoding'));
     // Nothing changed on either side since they were last made the same (the client's next
     // transaction on its own backend), or the backend was left with the same settings by another
     // client: no setting to compare.
@@ -168,27 +173,33 @@ export class Pooling {
     // when it gets it, so everything after (the settings, statements prepared again, the client's
     // own messages) is read as the client writes it.
     const reading = synced ? undefined : readingDiff(this.client.reported, backend.reported);
-    if (reading !== undefined) {
-      jobs.push({
-        frames: [buildQuery(reading)],
-        done: (error) => {
-          if (error !== undefined) this.deps.onLost(`restoring the session on a pooled backend failed: ${errorText(error)}`);
-        },
-      });
-    }
-    const sql: string[] = [];
+    if (reading !== undefined) jobs.push(this.restore(reading, status, () => undefined));
     const diff = synced ? undefined : settingsDiff(this.client, backend);
     if (diff !== undefined) {
       settingReplays.value++;
-      sql.push(diff.sql);
+      jobs.push(
+        this.restore(
+          diff.sql,
+          status,
+          (after) => {
+            diff.apply();
+            if (after === 'I') backend.other.commit();
+            this.markSynced(backend);
+          },
+          text,
+        ),
+      );
     } else if (!synced) {
       this.markSynced(backend);
     }
+    const sql: string[] = [];
     let parses: Buffer[] = [];
+    const undo: (() => void)[] = [];
     if (effects !== undefined) {
       const made = this.statements.beforeQuery(backend, effects, (p) => this.deps.prepareText(p));
       sql.push(...made.sql);
       parses = made.frames;
+      if (made.undo !== undefined) undo.push(made.undo);
       if (this.foreignSequences && hasEffect(effects, 'sequence')) {
         sql.push(DISCARD_SEQUENCES);
         this.foreignSequences = false;
@@ -197,34 +208,58 @@ export class Pooling {
       const channel = this.deps.sendersChannel;
       if (hasEffect(effects, 'listen')) sql.push(`LISTEN ${quoteIdent(channel)}`);
       const pid = this.client.processId;
-      if (pid !== undefined && pid !== backend.announced && hasEffect(effects, 'notify')) {
+      if (pid !== undefined && pid !== backend.serving && hasEffect(effects, 'notify')) {
         sql.push(announce(channel, backend.processId, pid));
-        backend.announced = pid;
+        this.announced(backend, pid, status);
       }
     }
-    if (backend.announced !== undefined && backend.announced !== this.client.processId) {
+    if (backend.serving !== undefined && backend.serving !== this.client.processId) {
       // It was said to serve another client: what this one sends (a trigger's notification) is not that one's.
       sql.unshift(announce(this.deps.sendersChannel, backend.processId, 0));
-      backend.announced = undefined;
+      this.announced(backend, undefined, status);
     }
-    if (sql.length === 0 && parses.length === 0) return jobs;
-    const text = this.texts.of(this.client.reported.get('client_encoding'));
     if (sql.length > 0) {
       // A Query drops the unnamed statement (as the client's own would: then only for the client).
       if (!query) backend.unnamed = undefined;
       else this.client.unnamed = backend.unnamed = undefined;
+      // A statement prepared again that fails (its table was dropped) fails the client's own
+      // statement that needs it, with that error: as it would on a backend of its own.
       jobs.push({
         frames: [inClientText(buildQuery(sql.join('\n;\n')), text)],
-        done: (error, after) => {
-          if (error !== undefined) return this.deps.onLost(`restoring the session on a pooled backend failed: ${errorText(error)}`);
-          diff?.apply();
-          if (after === 'I') backend.other.commit();
-          this.markSynced(backend);
+        substitute: true,
+        done: (error) => {
+          if (error !== undefined) for (const u of undo) u();
         },
       });
     }
     if (parses.length > 0) jobs.push({ frames: parses.map((f) => inClientText(f, text)), done: () => undefined });
     return jobs;
+  }
+
+  /**
+   * A request of the proxy's that gives the backend the client's settings. Outside a transaction
+   * it runs in a transaction block of its own: should it fail, the block stays open and failed, so
+   * that the client's request sent behind it cannot run on a backend that lacks its settings (the
+   * relay then closes the backend and answers that request with the error: onRestoreFailed).
+   */
+  private restore(sql: string, status: TransactionStatus, applied: (after: TransactionStatus) => void, text = this.texts.of(this.client.reported.get('client_encoding'))): Internal {
+    const guarded = status === 'I' ? `BEGIN\n;\n${sql}\n;\nCOMMIT` : sql;
+    return {
+      frames: [inClientText(buildQuery(guarded), text)],
+      done: (error, after) => {
+        if (error !== undefined) return this.deps.onRestoreFailed(error);
+        applied(after);
+      },
+    };
+  }
+
+  /**
+   * Notes whom the backend was announced as serving (undefined: no client). Inside the client's
+   * transaction the announcement is part of it: until that transaction ends, it is pending.
+   */
+  private announced(backend: BackendState, pid: number | undefined, status: TransactionStatus): void {
+    if (status === 'I') backend.announced = pid;
+    else backend.announcing = pid ?? NO_CLIENT;
   }
 
   /** Whether the backend's settings are the client's, as last compared (nothing changed on either side since). */
@@ -260,7 +295,7 @@ export class Pooling {
    * changes were kept apart (a ROLLBACK TO a savepoint is left to the check, see client-state.ts).
    */
   commandTag(backend: BackendState, frame: Buffer, step: Step | undefined): void {
-    if (!this.client.other.pending && !backend.other.pending) return;
+    if (!this.client.awaitsTransactionEnd(backend)) return;
     const tag = frame.toString('latin1', 5, Math.min(frame.length - 1, 25));
     if (tag === 'COMMIT' || tag === 'PREPARE TRANSACTION') this.client.endTransaction(true, backend);
     else if (tag === 'ROLLBACK' && !step?.effects.some((e) => e.kind === 'savepoint')) this.client.endTransaction(false, backend);

@@ -158,11 +158,13 @@ export class PreparedStatements {
    * holds it (so that Postgres answers as it would on a backend of the client's own: runs it,
    * or says it exists already), absent when not (so that Postgres says it does not exist, rather
    * than run another client's). `prepareSql` gives the text a SQL PREPARE is made again from.
-   * Returns SQL for one Query and the Parses (then a Sync) for protocol statements.
+   * Returns SQL for one Query and the Parses (then a Sync) for protocol statements, and what undoes
+   * the notes of statements made should they fail.
    */
-  beforeQuery(backend: BackendState, effects: readonly (readonly SessionEffect[])[], prepareSql: (p: Prepared) => string | undefined): { sql: string[]; frames: Buffer[] } {
+  beforeQuery(backend: BackendState, effects: readonly (readonly SessionEffect[])[], prepareSql: (p: Prepared) => string | undefined): { sql: string[]; frames: Buffer[]; undo?: () => void } {
     const sql: string[] = [];
     const frames: Buffer[] = [];
+    let made: string[] | undefined;
     for (const list of effects) {
       for (const e of list) {
         if ((e.kind !== 'execute' && e.kind !== 'prepare' && e.kind !== 'deallocate') || e.name === null) continue;
@@ -176,6 +178,7 @@ export class PreparedStatements {
         if (p === undefined) continue;
         statementReprepares.value++;
         backend.noteServerStatement(e.name, p.key);
+        (made ??= []).push(e.name);
         if (p.kind === 'protocol') {
           frames.push(buildParse(e.name, p.sql, p.paramTypes));
           continue;
@@ -185,6 +188,9 @@ export class PreparedStatements {
       }
     }
     if (frames.length > 0) frames.push(buildSync());
-    return { sql, frames };
+    // Should the statements made fail, the backend holds none of them.
+    if (made === undefined) return { sql, frames };
+    const names = made;
+    return { sql, frames, undo: () => names.forEach((name) => backend.forgetServerStatement(name)) };
   }
 }

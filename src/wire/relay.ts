@@ -15,7 +15,7 @@ import type { ControlPlane, Principal } from '../control/control-plane.js';
 import type { Decision, Policy, Session, SessionChange, SessionEffect } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
+import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeErrorResponse, decodeParse, decodeQuery, fromClientText, inClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
 import type { Frame } from './frame-queue.js';
 import { ClientNotifications } from './notifications.js';
 import { Run } from './run.js';
@@ -542,17 +542,23 @@ export class Relay {
   // ── upstream → client ───────────────────────────────────────────────────────────────
 
   private readonly onUpstreamData = (chunk: Buffer): void => {
+    const link = this.backend.link;
+    if (link === undefined) return; // lent, or let go in the middle of a chunk (restoreFailed)
     wireBytesOut.value += chunk.length;
     this.meter.bytesOut += chunk.length;
     try {
-      const link = this.backend.link!;
-      link.session.reader.push(chunk, this.answers.frame);
+      link.session.reader.push(chunk, this.onUpstreamFrame);
       this.toClient.flush();
       this.backpressure.check(link.session.socket);
       if (this.backend.link !== undefined && this.answers.length === 0) this.maybeRelease();
     } catch (err: unknown) {
       this.fatal(err);
     }
+  };
+
+  /** One frame of the backend serving the client; none once it was let go (the rest of its chunk too). */
+  private readonly onUpstreamFrame = (code: number, frame: Buffer): void => {
+    if (this.backend.link !== undefined) this.answers.frame(code, frame);
   };
 
   /** The upstream owes an answer and passed nothing for `responseTimeoutMs`: a network that stopped answering. */
@@ -627,7 +633,33 @@ export class Relay {
     this.end(false);
   };
 
-  /** Pooling: the client's state on a backend could not be restored or learnt: it cannot go on safely. */
+  /**
+   * Pooling: the backend could not be brought to the client's session (Pooling.restore). What the
+   * client sent behind that did not run: it is answered with the error, the backend is closed, and
+   * the client's next request gets another one. The session goes on.
+   */
+  restoreFailed(error: Buffer): void {
+    const link = this.backend.detach();
+    if (link === undefined) return;
+    const e = decodeErrorResponse(fromClientText(error, this.readings.text()));
+    this.deps.log.warn({ code: e.code, message: e.message }, 'wire: a pooled backend could not be given the client\'s session: closed');
+    countError('wire', 'proxy', e.code);
+    this.deps.release(link.session, 'close');
+    // A setting Postgres takes no more (it names a text search configuration dropped since): back
+    // to its default, or every later request would fail the same way.
+    const setting = /parameter "([^"]+)"/.exec(e.message)?.[1];
+    const reset = setting !== undefined && this.pooling?.client.resetSetting(setting.toLowerCase()) === true;
+    const answer = new PgError(e.code, `could not give a pooled backend your session's settings: ${e.message}${reset ? `; "${setting}" was reset to its default` : ''}`, {
+      hint: 'the statement did not run; run it again (it gets another backend)',
+    });
+    this.answers.abandon(this.inClientText(buildErrorResponse(answer)), this.batch, link.backend);
+    if (this.batch !== undefined) {
+      this.batch = undefined;
+      this.discarding = true;
+    }
+  }
+
+  /** Pooling: what a backend holds of the client's session could not be learnt: it cannot go on safely. */
   lost(message: string): void {
     this.deps.log.warn({ message }, 'wire client ended: its session state was lost');
     this.terminate(new PgError(SqlState.ConnectionFailure, message, { hint: 'reconnect' }));

@@ -101,3 +101,23 @@ describe('plain channel names', () => {
     await client.query("SELECT pg_notify('repobase_schema', 'x')");
   });
 });
+
+describe('who sent a notification', () => {
+  it("a NOTIFY rolled back leaves the sender's next notification named after it, not its backend", async () => {
+    const [listener, sender] = await Promise.all([connect(alice), connect(alice)]);
+    const from: number[] = [];
+    listener.on('notification', (n) => from.push(n.processId));
+    await listener.query('LISTEN senders');
+    await sender.query('BEGIN');
+    await sender.query("NOTIFY senders, 'never'");
+    await sender.query('ROLLBACK');
+    await sender.query("NOTIFY senders, 'one'");
+    await sender.query('BEGIN');
+    await sender.query("SELECT pg_notify('senders', 'two')");
+    await sender.query('COMMIT');
+    const deadline = Date.now() + 10_000;
+    while (from.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const pid = (sender as unknown as { processID: number }).processID;
+    expect(from).toEqual([pid, pid]);
+  });
+});

@@ -37,7 +37,7 @@ async function failure(client: pg.Client, sql: string): Promise<{ code: string; 
 }
 
 beforeAll(async () => {
-  svc = await startTestService({ pgSessionsPerUser: 1 });
+  svc = await startTestService({ pgSessionsPerUser: 1, pgPoolTimeoutMs: 2000 });
   alice = await svc.user('alice');
   await svc.control.createRepo({ owner: alice.name, repo: 'shared' });
   repo = `${alice.name}/shared`;
@@ -73,5 +73,56 @@ describe('one client after another on the same backend', () => {
     await a.query('COMMIT');
     expect(await value(b, 'SELECT 1')).toBe(1);
     expect(await value(a, "SELECT current_setting('myapp.p')")).toBe('v');
+  });
+});
+
+describe('a backend that cannot be given a client’s settings', () => {
+  it('is closed; the request behind it did not run and answers the error; the session goes on', async () => {
+    const [a, b] = [await connect(), await connect()];
+    await a.query(`CREATE TEXT SEARCH CONFIGURATION "${repo}".cfg (COPY = english)`);
+    await a.query(`SET default_text_search_config = '"${repo}".cfg'`);
+    expect(await value(a, 'SHOW default_text_search_config')).toBe(`"${repo}".cfg`);
+    await b.query(`DROP TEXT SEARCH CONFIGURATION "${repo}".cfg`); // b's turn on the backend resets a's setting there
+    const backendBefore = await value<number>(b, 'SELECT count(*)::int FROM items');
+    const e = await failure(a, "INSERT INTO items (v) VALUES ('must not land')");
+    expect(e.code).toBe('22023');
+    expect(e.message).toMatch(/^could not give a pooled backend your session's settings: invalid value for parameter "default_text_search_config": .*; "default_text_search_config" was reset to its default$/);
+    expect(await value<number>(b, 'SELECT count(*)::int FROM items')).toBe(backendBefore); // the insert did not run
+    expect(await value(b, 'SELECT 1')).toBe(1);
+    expect(await value(a, 'SHOW default_text_search_config')).toBe(await value(b, 'SHOW default_text_search_config'));
+    await a.query("INSERT INTO items (v) VALUES ('lands')");
+    expect(await value<number>(b, 'SELECT count(*)::int FROM items')).toBe(backendBefore + 1);
+  });
+});
+
+describe('pins end with what made them', () => {
+  it('a temporary table ON COMMIT DROP, and a temporary table, LISTEN or WITH HOLD cursor rolled back, leave the backend to others', async () => {
+    const [a, b] = [await connect(), await connect()];
+    const pins = [
+      ['BEGIN', 'CREATE TEMP TABLE gone (v int) ON COMMIT DROP', 'COMMIT'],
+      ['BEGIN', 'CREATE TEMP TABLE gone (v int)', 'ROLLBACK'],
+      ['BEGIN', 'LISTEN gone', 'ROLLBACK'],
+      ['BEGIN', 'DECLARE gone CURSOR WITH HOLD FOR SELECT 1', 'ROLLBACK'],
+    ];
+    for (const steps of pins) {
+      for (const sql of steps) await a.query(sql);
+      // The only backend of the user: b waits for it (53300 within the pool timeout) if a still holds it.
+      expect(await value(b, 'SELECT 1'), steps.join('; ')).toBe(1);
+    }
+  });
+});
+
+describe('statements prepared again', () => {
+  it('a SQL PREPARE that cannot be made again (its table dropped) fails the EXECUTE with that error, as Postgres does', async () => {
+    const [a, b] = [await connect(), await connect()];
+    await a.query('CREATE TABLE dropped (v int)');
+    await a.query('PREPARE q AS SELECT v FROM dropped');
+    await b.query('DISCARD ALL'); // the backend holds no statement of anybody's now
+    await b.query('DROP TABLE dropped');
+    const e = await failure(a, 'EXECUTE q');
+    expect(e).toEqual({ code: '42P01', message: 'relation "dropped" does not exist' });
+    await a.query('CREATE TABLE dropped (v int)');
+    await a.query('INSERT INTO dropped VALUES (5)');
+    expect(await value(a, 'EXECUTE q')).toBe(5);
   });
 });

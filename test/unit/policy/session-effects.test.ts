@@ -31,6 +31,9 @@ describe('statements without session effects carry none', () => {
     'CREATE TABLE "alice/sales".t2 (a int DEFAULT my_default())',
     'CREATE VIEW "alice/sales".v AS SELECT "alice/sales".f()',
     'DECLARE c CURSOR FOR SELECT 1',
+    // Dropped when its transaction ends: nothing to pin.
+    'CREATE TEMP TABLE t (a int) ON COMMIT DROP',
+    'CREATE TEMP TABLE t ON COMMIT DROP AS SELECT 1',
   ])('%s', async (sql) => {
     expect(await effectsOf(sql)).toBeUndefined();
   });

@@ -137,8 +137,12 @@ describe('clients sharing a backend', () => {
     const d = new PreparedStatements(client());
     const text = 'PREPARE p AS SELECT 1';
     ca.applyEffects([{ kind: 'prepare', name: 'p', start: 0, end: text.length, inner: [] }], text, backend(), { has: () => true });
-    expect(a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)).toEqual({ sql: [text], frames: [] });
+    const made = a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql);
+    expect({ sql: made.sql, frames: made.frames }).toEqual({ sql: [text], frames: [] });
     expect(a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)).toEqual({ sql: [], frames: [] });
+    // Should the PREPARE fail (its table dropped since), the backend holds no p: it is made again next time.
+    made.undo!();
+    expect(a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql).sql).toEqual([text]);
     expect(d.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)).toEqual({ sql: ['DEALLOCATE "p"'], frames: [] });
   });
 });
