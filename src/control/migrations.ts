@@ -9,6 +9,7 @@ import { hasCitus, prepareCitus } from '../upstream/citus.js';
 import { catalogStatsSql, catalogTableoidSql, catalogViewsSql } from '../policy/catalog-views.js';
 import { catalogWrappersSql } from '../policy/catalog-wrappers.js';
 import { backendPidSql, clientSignalSql } from '../policy/backend-pid.js';
+import { sessionStandInsSql } from '../policy/session-stand-ins.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -274,6 +275,13 @@ const migrations: Migration[] = [
     name: 'planner statistics of the system catalogs are not shown to users',
     // Their value lists name every tenant's objects (src/policy/catalog-views.ts).
     sql: () => catalogStatsSql(),
+  },
+  // Versions 12 and 13 are taken by work landing separately (scoped keys, query history).
+  {
+    version: 14,
+    name: "stand-ins that answer for a pooled wire client's own session",
+    // src/policy/session-stand-ins.ts
+    sql: () => sessionStandInsSql(),
   },
 ];
 

@@ -15,7 +15,7 @@ import { parseSql, type RawStatement } from './parse.js';
 import { isSettingFree } from './setting-free.js';
 import { seedRewrite, type StatementText } from './rewrite.js';
 import { COMPACT_MIN_CHARS, compactValues } from './compact.js';
-import { indexBefore, originalPosition, type Edit } from './splices.js';
+import { indexAfter, indexBefore, originalPosition, type Edit } from './splices.js';
 import { withEscapeStrings } from './escapes.js';
 import { forbiddenStatements, ruleHandlers } from './rules.js';
 import { sessionEffects } from './session-effects.js';
@@ -177,9 +177,15 @@ function analyseText(sql: string): Analysis {
     for (const facts of statements) facts.settingFree = isSettingFree(facts);
     const channels = statements.find((s) => s.channelSpans.length > 0);
     if (channels === undefined) return { error: null, statements, rewrite: rewritten, ...session };
-    // Channels are spliced per user into the original text: not combined with another rewrite.
-    if (rewritten !== null) channels.refusal ??= { code: SqlState.FeatureNotSupported, message: `${channels.command} together with catalog reads or a column type change is not supported`, hint: `send ${channels.command} as a query of its own` };
-    return { error: null, statements, rewrite: rewritten, channelText: sql, ...session };
+    if (rewritten === null) return { error: null, statements, rewrite: rewritten, channelText: sql, ...session };
+    // Channels are spliced per user at decision time: into the rewritten text, where their names went.
+    for (const s of statements) {
+      for (const span of s.channelSpans) {
+        span.from = rewritten.edits.reduce((at, edits) => indexAfter(at, edits), span.from);
+        span.to = rewritten.edits.reduce((at, edits) => indexAfter(at, edits), span.to);
+      }
+    }
+    return { error: null, statements, rewrite: rewritten, channelText: rewritten.sql, ...session };
   } catch (err: unknown) {
     // A tree deep enough to exhaust the stack (thousands of nested parentheses).
     if (err instanceof RangeError) {

@@ -12,6 +12,17 @@ import type { Decision, Rights, Session, SessionChange } from './types.js';
 
 const postgresDefaultPath: readonly string[] = ['$user', 'public'];
 const noChanges: readonly SessionChange[] = [];
+const RESET: SessionChange = { kind: 'reset_search_path' };
+const RESET_LOCAL: SessionChange = { kind: 'reset_search_path', local: true };
+const COMMIT: SessionChange = { kind: 'transaction_end', commit: true };
+const ROLLBACK: SessionChange = { kind: 'transaction_end', commit: false };
+/** The changes of a COMMIT alone (most transactions end so): one array for all of them. */
+const COMMIT_ONLY: readonly SessionChange[] = [COMMIT];
+
+/** Whether a change moves the search_path (a transaction's end only may). */
+function changesPath(c: SessionChange): boolean {
+  return c.kind !== 'transaction_end';
+}
 
 /** The PgError a refusal becomes. */
 export function toError(r: Refusal): PgError {
@@ -27,6 +38,8 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   if (analysis.error !== null) return deny(analysis.error);
   const count = analysis.statements.length;
   let path = session.searchPath;
+  /** The path without SET LOCAL: what a transaction's end returns to. */
+  let sessionPath = path;
   let changes: SessionChange[] | undefined;
   for (const [i, facts] of analysis.statements.entries()) {
     if (facts.schema !== null && facts.refusal === null) return count > 1 ? deny(alone(facts)) : schemaCommand(facts.schema, rights);
@@ -34,25 +47,34 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
     if (refusal !== null) {
       // The statements ahead may run first, as in Postgres, unless they changed the session
       // (the front end would not follow) or the seed rule rewrote the string.
-      const ahead = facts.start > 0 && changes === undefined && analysis.rewrite === null && !analysis.effects?.slice(0, i).some((e) => e.length > 0);
+      const ahead = facts.start > 0 && !changes?.some(changesPath) && analysis.rewrite === null && !analysis.effects?.slice(0, i).some((e) => e.length > 0);
       return ahead ? { kind: 'deny', error: toError(refusal), refusedAt: facts.start } : deny(refusal);
     }
     for (const setting of facts.settings) {
-      if (setting.kind === 'search_path') {
-        path = setting.value;
-        (changes ??= []).push({ kind: 'search_path', value: setting.value });
-      } else {
-        path = session.defaultSearchPath ?? postgresDefaultPath;
-        (changes ??= []).push({ kind: 'reset_search_path' });
+      switch (setting.kind) {
+        case 'search_path':
+          path = setting.value;
+          if (setting.local === undefined) sessionPath = path;
+          (changes ??= []).push(setting.local === undefined ? { kind: 'search_path', value: setting.value } : { kind: 'search_path', value: setting.value, local: true });
+          break;
+        case 'reset_search_path':
+          path = session.defaultSearchPath ?? postgresDefaultPath;
+          if (setting.local === undefined) sessionPath = path;
+          (changes ??= []).push(setting.local === undefined ? RESET : RESET_LOCAL);
+          break;
+        case 'transaction_end':
+          path = sessionPath;
+          (changes ??= []).push(setting.commit ? COMMIT : ROLLBACK);
+          break;
       }
     }
   }
-  const done = changes ?? noChanges;
+  const done = changes === undefined ? noChanges : changes.length === 1 && changes[0] === COMMIT ? COMMIT_ONLY : changes;
   if (analysis.statements.some((s) => s.shareCommand !== null)) return shareDecision(analysis.statements, rights);
   const free = settingFree(analysis, path) ? ({ settingFree: true } as const) : undefined;
   const effects = analysis.effects === undefined ? {} : { effects: analysis.effects };
-  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count, ...free, ...effects };
   if (analysis.channelText !== undefined) return channelDecision(analysis, analysis.channelText, rights.user, done);
+  if (analysis.rewrite !== null) return { kind: 'rewrite', sql: analysis.rewrite.sql, edits: analysis.rewrite.edits, changes: done, statements: count, ...free, ...effects };
   return { kind: 'allow', changes: done, statements: count, ...free, ...effects };
 }
 
@@ -152,6 +174,8 @@ function channelDecision(analysis: Analysis, sql: string, user: string, changes:
   const listens = spans.filter((s) => s.listen && s.name.startsWith(`${user}/`)).map((s) => s.name);
   const extra = { ...(listens.length > 0 ? { listens } : {}), ...(analysis.effects === undefined ? {} : { effects: analysis.effects }) };
   const out = channelSql(sql, user, spans.filter((s) => !s.name.startsWith(`${user}/`)));
-  if (out.text === sql) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
-  return { kind: 'rewrite', sql: out.text, edits: [out.edits], changes, statements: analysis.statements.length, ...extra };
+  // `sql` is the analysis' rewrite when there is one (catalog reads redirected): the channels come on top.
+  const before = analysis.rewrite?.edits ?? [];
+  if (out.text === sql && analysis.rewrite === null) return { kind: 'allow', changes, statements: analysis.statements.length, ...extra };
+  return { kind: 'rewrite', sql: out.text, edits: [...before, out.edits], changes, statements: analysis.statements.length, ...extra };
 }

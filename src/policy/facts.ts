@@ -41,8 +41,9 @@ export interface NameRef {
 }
 
 export type Setting =
-  | { kind: 'search_path'; value: string[]; position: number | null }
-  | { kind: 'reset_search_path' };
+  | { kind: 'search_path'; value: string[]; position: number | null; local?: true }
+  | { kind: 'reset_search_path'; local?: true }
+  | { kind: 'transaction_end'; commit: boolean };
 
 export type SchemaCommand =
   | { kind: 'create'; name: string; ifNotExists: boolean; authRole: string | null }

@@ -104,12 +104,10 @@ function setConfig(w: Walker, names: readonly string[], args: readonly Json[], l
     const local = boolConst(args[2]);
     if (value === undefined || local === undefined) {
       w.refuse(refusals.nonConstant('set_config', 'search_path value and is_local flag'));
-    } else if (local) {
-      w.refuse(refusals.localSearchPath);
     } else {
       const path = splitIdentifiers(value, ',');
       // An invalid list makes Postgres fail the call: nothing changes.
-      if (path !== undefined && !w.ctx.body) w.facts.settings.push({ kind: 'search_path', value: path, position: null });
+      if (path !== undefined && !w.ctx.body) w.facts.settings.push({ kind: 'search_path', value: path, position: null, ...(local ? { local: true as const } : undefined) });
     }
   }
 }

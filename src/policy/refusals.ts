@@ -122,11 +122,6 @@ export const refusals = {
     message: `${name} is ${value} in this session (changed by a function), so Postgres could read this statement differently from the check`,
     hint: `run RESET ${name} (or reconnect), then send the statement again`,
   }),
-  localSearchPath: {
-    code: unsupported,
-    message: 'SET LOCAL search_path is not supported',
-    hint: 'use SET search_path (for the session), or schema-qualified names',
-  } satisfies Refusal,
   otherLanguage: (language: string): Refusal => ({
     code: unsupported,
     message: `LANGUAGE ${language} is not supported: functions and DO blocks can be written in sql or plpgsql`,

@@ -8,6 +8,7 @@
 // the path (`$user` is skipped: no schema is named after a user, repos are "<user>/<repo>").
 // A name being created goes to the first schema on the path that exists, so every schema on the
 // path must be the user's own (unless pg_temp is listed first: then it is created there).
+// `public` is passed over: it holds nothing of anybody's, and nobody may create in it.
 // Unqualified functions, types and operators are checked only when created or changed: a call
 // resolves through pg_catalog first, and Postgres' role wall guards what it reaches.
 import { SqlState } from '../shared/errors.js';
@@ -77,6 +78,16 @@ export function checkSchema(schema: string, need: Need, rights: Rights, where: W
   return at({ code: denied, message: `only the owner of repo "${schema}" can run ${where.command} in it`, hint }, where, schema);
 }
 
+/**
+ * Whether an unqualified name may land in a schema of the path. `$user` names no schema (repos
+ * are "<user>/<repo>"), and `public` holds nothing: CREATE on it is revoked from every user, so a
+ * name is found earlier on the path or not at all, and one created lands in the next schema (or
+ * Postgres refuses it). Frameworks put it on the path (`myschema, public`).
+ */
+function searched(schema: string): boolean {
+  return schema !== '$user' && schema !== 'public';
+}
+
 function knownSystemRelation(schema: string, name: string): boolean {
   return (schema === 'pg_catalog' && pgCatalogRelations.has(name)) || (schema === 'information_schema' && informationSchemaRelations.has(name));
 }
@@ -88,16 +99,19 @@ export function checkRef(ref: NameRef, rights: Rights, path: readonly string[]):
   const citus = ref.kind === 'relation' && !ref.create ? citusRelationRefusal(ref.schema, ref.name) : undefined;
   if (citus) return where.position === null ? citus : { ...citus, position: where.position };
   if (ref.schema !== null) return ref.temp && isTempSchema(ref.schema) ? null : checkSchema(ref.schema, ref.need, rights, where);
-  const explicit = path.filter((s) => s !== '$user');
   const viaPath: Where = { ...where, unqualified: ref.name };
   if (ref.create) {
-    if (ref.temp || explicit.length === 0 || isTempSchema(explicit[0] ?? '')) return null;
-    for (const schema of explicit) {
+    const targets = path.filter((s) => s !== '$user');
+    if (ref.temp || targets.length === 0 || isTempSchema(targets[0] ?? '')) return null;
+    for (const [i, schema] of targets.entries()) {
+      // Nothing lands in public (Postgres refuses it): it ends the candidates, or, first, is the schema named.
+      if (schema === 'public' && i > 0) return null;
       const refusal = isTempSchema(schema) ? null : checkSchema(schema, 'own', rights, viaPath);
       if (refusal !== null) return refusal;
     }
     return null;
   }
+  const explicit = path.filter(searched);
   if (ref.kind === 'object') {
     if (ref.need === 'read') return null;
     for (const schema of explicit) {

@@ -64,8 +64,7 @@ export const forbiddenStatements: ReadonlyMap<string, Refusal> = new Map([
  * SET/RESET. Role changes are refused, except the resets (RESET ROLE, SET ROLE NONE, RESET
  * SESSION AUTHORIZATION): the proxy logs in as the user's own role and SET ROLE is never allowed,
  * so a reset can only return to where the session already is. search_path changes become
- * session changes; SET LOCAL search_path is refused because the front end cannot follow the
- * transaction's end.
+ * session changes (SET LOCAL ones last until the transaction ends).
  */
 function variableSet(w: Walker, n: JsonObject): void {
   const name = (str(n.name) ?? '').toLowerCase();
@@ -86,13 +85,10 @@ function variableSet(w: Walker, n: JsonObject): void {
   const reading = readingSettingRefusal(name, resets ? undefined : arr(n.args).map((a) => stringConst(a) ?? '').join(','));
   if (reading) return w.refuse(reading);
   if (name !== 'search_path' || kind === 'VAR_SET_CURRENT') return;
-  if (n.is_local === true) {
-    w.refuse(r.localSearchPath);
-    return;
-  }
   if (w.ctx.body) return;
+  const local = n.is_local === true ? ({ local: true } as const) : undefined;
   if (kind === 'VAR_RESET' || kind === 'VAR_SET_DEFAULT') {
-    w.facts.settings.push({ kind: 'reset_search_path' });
+    w.facts.settings.push({ kind: 'reset_search_path', ...local });
     return;
   }
   const value: string[] = [];
@@ -102,7 +98,20 @@ function variableSet(w: Walker, n: JsonObject): void {
     if (s === undefined) return;
     value.push(s);
   }
-  w.facts.settings.push({ kind: 'search_path', value, position: null });
+  w.facts.settings.push({ kind: 'search_path', value, position: null, ...local });
+}
+
+/** COMMIT, END, PREPARE TRANSACTION and ROLLBACK end the transaction: the front end follows the search_path through it. */
+const TRANSACTION_ENDS: ReadonlyMap<string, boolean> = new Map([
+  ['TRANS_STMT_COMMIT', true],
+  ['TRANS_STMT_PREPARE', true],
+  ['TRANS_STMT_ROLLBACK', false],
+]);
+
+function transaction(w: Walker, n: JsonObject, scope: Scope): void {
+  const commit = TRANSACTION_ENDS.get(str(n.kind) ?? '');
+  if (commit !== undefined && !w.ctx.body) w.facts.settings.push({ kind: 'transaction_end', commit });
+  plain(w, n, scope);
 }
 
 /** The refusal a function's `SET role = …` clause deserves, if any (it runs at every call). */
@@ -135,7 +144,7 @@ export const ruleHandlers: ReadonlyArray<[string, HandlerEntry]> = [
   ['ListenStmt', { handle: (w, n) => channelStatement(w, n, true), command: 'LISTEN' }],
   ['NotifyStmt', { handle: (w, n) => channelStatement(w, n, false), command: 'NOTIFY' }],
   ['UnlistenStmt', { handle: (w, n) => channelStatement(w, n, false), command: 'UNLISTEN' }],
-  ['TransactionStmt', { handle: plain, command: 'TRANSACTION' }],
+  ['TransactionStmt', { handle: transaction, command: 'TRANSACTION' }],
   ['VariableShowStmt', { handle: plain, command: 'SHOW' }],
   ['FetchStmt', { handle: plain, command: 'FETCH' }],
   ['ClosePortalStmt', { handle: plain, command: 'CLOSE' }],

@@ -25,6 +25,17 @@ export function applySplices(text: string, splices: readonly Splice[]): { text: 
   return { text: out + text.slice(at), edits: sorted.map((s) => [s.from, s.to, s.text.length]) };
 }
 
+/** The index in the text after `edits` of an index in the text before them (inside a replaced part: where it starts). */
+export function indexAfter(index: number, edits: readonly Edit[]): number {
+  let shift = 0;
+  for (const [from, to, length] of edits) {
+    if (index < from) break;
+    if (index < to) return from + shift;
+    shift += length - (to - from);
+  }
+  return index + shift;
+}
+
 /** The index in the text before `edits` of an index in the text after them (inside an insert: where it went in). */
 export function indexBefore(index: number, edits: readonly Edit[]): number {
   let shift = 0;

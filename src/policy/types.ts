@@ -31,8 +31,11 @@ export interface Session {
 
 /** A change of session state that the front end applies once the statement succeeded. */
 export type SessionChange =
-  | { kind: 'search_path'; value: readonly string[] }
-  | { kind: 'reset_search_path' };
+  /** SET search_path (`local`: SET LOCAL, until the transaction ends). */
+  | { kind: 'search_path'; value: readonly string[]; local?: true }
+  | { kind: 'reset_search_path'; local?: true }
+  /** COMMIT (or END, PREPARE TRANSACTION) or ROLLBACK: a SET LOCAL ends, a rolled-back SET is undone. */
+  | { kind: 'transaction_end'; commit: boolean };
 
 /**
  * What one statement does to its session beyond its transaction, for a front end that pools

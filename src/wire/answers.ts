@@ -51,8 +51,8 @@ export interface AnswersHost {
   readonly pooling: Pooling | undefined;
   /** The backend serving the client now (answers come only from one). */
   upstream(): { session: UpstreamSession; backend: BackendState | undefined };
-  /** A request of the client's got its ReadyForQuery. */
-  requestDone(p: Pending): void;
+  /** A request of the client's got its ReadyForQuery; `before`: the transaction status before it. */
+  requestDone(p: Pending, before: TransactionStatus): void;
   /** The error in the proxy's words, for a statement whose error it can explain better. */
   explain(error: PgError, sql: string): PgError | undefined;
   /** A NoticeResponse asking to signal another client (signals.ts): acted on, not passed on. */
@@ -229,6 +229,7 @@ export class Answers {
   }
 
   private ready(frame: Buffer): void {
+    const before = this.status;
     this.status = String.fromCharCode(frame[5]!) as TransactionStatus;
     const { session, backend } = this.host.upstream();
     session.status = this.status;
@@ -237,7 +238,7 @@ export class Answers {
       if (head.job.substitute === true && head.error !== undefined) this.substitute = head.error;
       head.job.done(head.error, this.status);
     } else {
-      if (head?.kind === 'request') this.requestDone(head.p, backend);
+      if (head?.kind === 'request') this.requestDone(head.p, backend, before);
       this.substitute = undefined;
       this.toClient.add(frame);
     }
@@ -272,7 +273,7 @@ export class Answers {
       entry.p.failed = true;
       this.toClient.write(error);
       if (entry.p !== open) this.toClient.write(buildReadyForQuery(this.status));
-      this.requestDone(entry.p, backend);
+      this.requestDone(entry.p, backend, 'I');
     }
     const drained = this.onDrained;
     this.onDrained = undefined;
@@ -280,8 +281,8 @@ export class Answers {
     this.host.answered();
   }
 
-  private requestDone(p: Pending, backend: BackendState | undefined): void {
-    this.host.requestDone(p);
+  private requestDone(p: Pending, backend: BackendState | undefined, before: TransactionStatus): void {
+    this.host.requestDone(p, before);
     const pooling = this.host.pooling;
     if (pooling === undefined) return;
     // Parses left unanswered failed, or an error before them skipped them: nothing was made.

@@ -37,6 +37,7 @@ import { LargeMessageGate, type MessageBudget } from './large-messages.js';
 import { checkFunctionCall, type LargeObjectFunctions } from './large-objects.js';
 import { ClientReading } from './reading.js';
 import { Hold } from './hold.js';
+import { SearchPath } from './search-path.js';
 import type { SignalKind } from './cancel.js';
 
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
@@ -90,16 +91,18 @@ export class Relay {
   private readonly meter: ReturnType<ControlPlane['usage']['meter']>;
   private batchSql: string | undefined;
   private readonly pooling: Pooling | undefined;
+  private readonly searchPath: SearchPath;
 
   constructor(
     private readonly client: Socket,
     private readonly clientReader: FrameReader,
     private readonly principal: Principal,
-    private session: Session,
+    session: Session,
     private readonly deps: RelayDeps,
     private readonly onEnd: () => void,
   ) {
     this.toClient = new Run(client);
+    this.searchPath = new SearchPath(session);
     this.meter = deps.control.usage.meter(principal.user);
     this.gate = deps.largeMessages === undefined ? undefined : new LargeMessageGate(deps.largeMessages, clientReader);
     this.pooling = deps.pooling;
@@ -143,9 +146,7 @@ export class Relay {
     return {
       pooling: this.deps.pooling,
       upstream: () => this.backend.link!,
-      requestDone: (p: Pending) => {
-        if (!p.failed) this.apply(p.changes);
-      },
+      requestDone: (p: Pending, before) => this.searchPath.requestDone(p.changes, p.failed, before, this.answers.status),
       // After this answer's frames: the client signalled may be this one (a notice raised by hand).
       signal: ({ kind, processId }) => queueMicrotask(() => this.deps.signal?.(kind, processId)),
       explain: (error: PgError, sql: string) => this.deps.control.explainErrorNow(error, sql),
@@ -300,7 +301,7 @@ export class Relay {
   private decide(sql: string): Decision | Promise<Decision> {
     const misreading = this.readings.misread(sql);
     if (misreading) return misreading;
-    const session = this.readings.session(this.session);
+    const session = this.readings.session(this.searchPath.session);
     const rights = this.deps.control.peekRights(this.principal.user);
     const { noteListens } = this.notifications;
     const d = rights ? this.deps.policy.decide(sql, rights, session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, session));
@@ -572,13 +573,6 @@ export class Relay {
   private audit(event: Omit<AuditEvent, 'user' | keyof AuditOrigin>): void {
     const origin = this.deps.auditOrigin ?? { frontEnd: 'wire' as const, source: null, requestId: null };
     this.deps.control.audit.record({ ...origin, user: this.principal.user, ...event });
-  }
-
-  private apply(changes: readonly SessionChange[]): void {
-    for (const c of changes) {
-      const searchPath = c.kind === 'search_path' ? c.value : (this.session.defaultSearchPath ?? ['$user', 'public']);
-      this.session = { ...this.session, searchPath };
-    }
   }
 
   /** Pooling: the text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused, or not known at once). */

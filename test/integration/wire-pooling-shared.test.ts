@@ -11,6 +11,8 @@ type Who = { name: string; key: string };
 let svc: TestService;
 let alice: Who;
 let repo: string;
+/** Another user, with a public repo: readable by alice, not writable. */
+let bob: Who;
 const clients: pg.Client[] = [];
 
 async function connect(): Promise<pg.Client> {
@@ -41,6 +43,8 @@ beforeAll(async () => {
   alice = await svc.user('alice');
   await svc.control.createRepo({ owner: alice.name, repo: 'shared' });
   repo = `${alice.name}/shared`;
+  bob = await svc.user('bob');
+  await svc.control.createRepo({ owner: bob.name, repo: 'open' }, { isPrivate: false });
   const setup = await connect();
   await setup.query('CREATE FUNCTION f_one() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$');
   await setup.query('CREATE TABLE items (id serial PRIMARY KEY, v text)');
@@ -124,5 +128,31 @@ describe('statements prepared again', () => {
     await a.query('CREATE TABLE dropped (v int)');
     await a.query('INSERT INTO dropped VALUES (5)');
     expect(await value(a, 'EXECUTE q')).toBe(5);
+  });
+});
+
+describe('the search_path as frameworks set it', () => {
+  it('public on the path passes over (Django, Rails); SET LOCAL search_path lasts until the transaction ends; a rolled-back SET is undone', async () => {
+    const c = await connect();
+    await c.query(`SET search_path = "${repo}", public`);
+    expect(await value(c, 'SELECT count(*)::int FROM items')).toBeGreaterThanOrEqual(0);
+    await c.query(`CREATE TABLE made_here (a int)`);
+    expect(await value(c, "SELECT to_regclass('made_here')::text")).toBe('made_here');
+    // SET LOCAL: the other repo (read-only for alice) until COMMIT, then her own again.
+    await c.query('BEGIN');
+    await c.query(`SET LOCAL search_path = "${bob.name}/open"`);
+    expect(await value(c, 'SHOW search_path')).toBe(`"${bob.name}/open"`);
+    expect((await failure(c, 'CREATE TABLE nope (a int)')).code).toBe('42501');
+    await c.query('ROLLBACK');
+    expect(await value(c, 'SHOW search_path')).toBe(`"${repo}", public`);
+    await c.query('CREATE TABLE made_after_local (a int)');
+    expect(await value(c, `SELECT set_config('search_path', '"${bob.name}/open"', true)`)).toBe(`"${bob.name}/open"`); // ends with its statement
+    await c.query('CREATE TABLE made_after_set_config (a int)');
+    // A session SET in a transaction that rolls back is undone, for the policy too.
+    await c.query('BEGIN');
+    await c.query(`SET search_path = "${bob.name}/open"`);
+    await c.query('ROLLBACK');
+    await c.query('CREATE TABLE made_after_rollback (a int)');
+    expect(await value(c, "SELECT count(*)::int FROM pg_tables WHERE tablename LIKE 'made_%'")).toBe(4);
   });
 });

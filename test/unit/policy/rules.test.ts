@@ -201,6 +201,9 @@ describe('LISTEN/NOTIFY channels are per user', () => {
     ["NOTIFY bobchannel, 'hi'", rewrite('NOTIFY "alice/bobchannel", \'hi\'')],
     ['NOTIFY "bob/x"', rewrite('NOTIFY "alice/bob/x"')],
     ['UNLISTEN news', rewrite('UNLISTEN "alice/news"')],
+    // With catalog reads redirected in the same string: both rewrites, each where its text went.
+    ["SELECT count(*) FROM pg_class; NOTIFY news, 'x'; SELECT pg_notify('news', 'y'); LISTEN \"alice/news\"; UNLISTEN other", rewrite("SELECT count(*) FROM repobase_catalog.pg_class; NOTIFY \"alice/news\", 'x'; SELECT repobase_catalog.pg_notify('news', 'y'); LISTEN \"alice/news\"; UNLISTEN \"alice/other\"")],
+    ["NOTIFY chb; SELECT currval(pg_get_serial_sequence('items', 'id'))", rewrite("NOTIFY \"alice/chb\"; SELECT repobase_catalog.currval(pg_get_serial_sequence('items', 'id'))")],
     ['UNLISTEN *', allow],
     ["SELECT pg_notify('alice/x', 'p')", rewrite("SELECT repobase_catalog.pg_notify('alice/x', 'p')")],
     ["SELECT pg_catalog.pg_notify('x', 'p')", rewrite("SELECT repobase_catalog.pg_notify('x', 'p')")],
@@ -212,7 +215,7 @@ describe('LISTEN/NOTIFY channels are per user', () => {
     // Bodies run later: there the channel must be named in the user's namespace already.
     ["CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT pg_notify('alice/x', 'p') $$", allow],
     ["CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT pg_notify('x', 'p') $$", denied('x')],
-    ['LISTEN x; SELECT * FROM pg_class', unsupported],
+    ['LISTEN x; SELECT * FROM pg_class', rewrite('LISTEN "alice/x"; SELECT * FROM repobase_catalog.pg_class')],
   ]);
 });
 
@@ -277,10 +280,18 @@ describe('session changes', () => {
     ['RESET ALL', changes({ kind: 'reset_search_path' })],
     ['DISCARD ALL', changes({ kind: 'reset_search_path' })],
     ['SET search_path FROM CURRENT', changes()],
-    ['SET LOCAL search_path = "alice/sales"', unsupported],
+    ['SET LOCAL search_path = "alice/sales"', changes({ kind: 'search_path', value: ['alice/sales'], local: true })],
+    ['SET LOCAL search_path TO DEFAULT', changes({ kind: 'reset_search_path', local: true })],
+    ['SET LOCAL search_path = "bob/secret"', denied('bob/secret')],
+    ['BEGIN; SET LOCAL search_path = "dave/readonly"; COMMIT; INSERT INTO t VALUES (1)', changes(
+      { kind: 'search_path', value: ['dave/readonly'], local: true },
+      { kind: 'transaction_end', commit: true },
+    )],
+    ['BEGIN; SET LOCAL search_path = "dave/readonly"; INSERT INTO t VALUES (1)', denied('dave/readonly')],
     ["SELECT set_config('search_path', '\"alice/sales\", public', false)", changes({ kind: 'search_path', value: ['alice/sales', 'public'] })],
     ["SELECT pg_catalog.set_config('search_path', '', false)", changes({ kind: 'search_path', value: [] })],
-    ["SELECT set_config('search_path', 'x', true)", unsupported],
+    ["SELECT set_config('search_path', '\"alice/sales\"', true)", changes({ kind: 'search_path', value: ['alice/sales'], local: true })],
+    ["SELECT set_config('search_path', 'x', true)", denied('x')],
     ["SELECT set_config('search_path', 'bob/secret', false)", denied('bob/secret')],
     ['SET search_path = "carol/shared"; CREATE TABLE t (a int)', denied('carol/shared')],
     ['SET search_path = "alice/empty"; CREATE TABLE t (a int)', changes({ kind: 'search_path', value: ['alice/empty'] })],
@@ -288,7 +299,13 @@ describe('session changes', () => {
       { kind: 'search_path', value: ['dave/readonly'] },
       { kind: 'search_path', value: ['alice/sales'] },
     )],
-    ['RESET search_path; SELECT * FROM t', denied('public')],
+    // public holds nothing: a name is found earlier on the path, or nowhere (Postgres says 42P01).
+    ['RESET search_path; SELECT * FROM t', changes({ kind: 'reset_search_path' })],
+    ['SET search_path = "alice/sales", public; INSERT INTO t VALUES (1); CREATE TABLE t2 (a int)', changes({ kind: 'search_path', value: ['alice/sales', 'public'] })],
+    ['SET search_path = public, "alice/sales"; SELECT * FROM t', changes({ kind: 'search_path', value: ['public', 'alice/sales'] })],
+    ['SET search_path = public, "alice/sales"; CREATE TABLE t2 (a int)', denied('public')],
+    ['SET search_path = "dave/readonly", public; INSERT INTO t VALUES (1)', denied('dave/readonly')],
+    ['SELECT * FROM public.t', denied('public')],
     ['RESET search_path; SELECT * FROM t', changes({ kind: 'reset_search_path' }), readonlyDefault],
   ]);
 });
