@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import GithubSlugger from 'github-slugger';
-import MarkdownIt from 'markdown-it';
+import MarkdownIt, { type Token } from 'markdown-it';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/shared/package-root.js';
 
@@ -38,7 +38,7 @@ function headingSlugs(text: string): string[] {
 /** Every link and image target of a document, as written (reference links resolved). */
 function linkTargets(text: string): string[] {
   const targets: string[] = [];
-  const visit = (tokens: ReturnType<MarkdownIt['parse']>): void => {
+  const visit = (tokens: Token[]): void => {
     for (const token of tokens) {
       const target = token.type === 'link_open' ? token.attrGet('href') : token.type === 'image' ? token.attrGet('src') : null;
       if (target !== null) targets.push(target);
