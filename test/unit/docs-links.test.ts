@@ -41,7 +41,7 @@ function linkTargets(text: string): string[] {
   const visit = (tokens: Token[]): void => {
     for (const token of tokens) {
       const target = token.type === 'link_open' ? token.attrGet('href') : token.type === 'image' ? token.attrGet('src') : null;
-      if (target !== null) targets.push(target);
+      if (target !== null) targets.push(String(target));
       if (token.children) visit(token.children);
     }
   };
