@@ -3,9 +3,9 @@
 // the oldest entry (a Map iterates in insertion order), moving a used one to the newest end with
 // its mark cleared and evicting the first unused one. A true LRU re-inserts its entry on every hit,
 // and V8 then rebuilds the Map's table every few hits: V8's heap profiler counted ≈ 150 bytes per
-// REST request of those tables outliving scavenges, none since (bench/README, "Where the survivors
-// come from"). Hits and misses are counted for the metrics (a plain number each: this is the
-// policy's hot path).
+// REST request of those tables outliving scavenges, none since
+// (bench/notes/2026-11-27-rest-scavenge-survivors.md). Hits and misses are counted for the
+// metrics (a plain number each: this is the policy's hot path).
 import { policyCacheHit, policyCacheMiss } from '../observe/metrics.js';
 
 interface Entry<V> {

@@ -115,7 +115,7 @@ export const refusals = {
   readingSetting: (name: string, value: string): Refusal => ({
     code: unsupported,
     message: `${name} ${value} is not supported: repobase checks every statement as Postgres reads it, and cannot decode this encoding exactly`,
-    hint: 'use UTF8, or another encoding Postgres and repobase both read (LATIN1…LATIN10, WIN1250…WIN1258, KOI8R, SJIS, EUC_JP, GBK, BIG5, …; see docs/wire.md)',
+    hint: 'use UTF8, or another encoding Postgres and repobase both read (LATIN1…LATIN10, WIN1250…WIN1258, KOI8R, SJIS, EUC_JP, GBK, BIG5, …; see docs/encodings.md)',
   }),
   changedReading: (name: string, value: string): Refusal => ({
     code: unsupported,

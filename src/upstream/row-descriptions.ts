@@ -6,8 +6,8 @@
  * Why: V8 decides early in a process' life whether an allocation site's objects go straight to the
  * old generation (pretenuring), for as long as the process lives. In standing services the field
  * descriptions decoded for each request outlived scavenges — 224–245 of the 425–1,005 bytes per
- * request that did, against 1.6 in a fresh process (V8's heap profiler; bench/README, "Where the
- * survivors come from"). Kept once, none are made per request.
+ * request that did, against 1.6 in a fresh process (V8's heap profiler;
+ * bench/notes/2026-11-27-rest-scavenge-survivors.md). Kept once, none are made per request.
  */
 import { decodeRowDescription } from '../protocol/index.js';
 

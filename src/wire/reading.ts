@@ -2,7 +2,7 @@
  * How Postgres reads a client's statements: its client_encoding and standard_conforming_strings.
  * The relay decodes each statement with the client's encoding to judge it (and passes the setting
  * of standard_conforming_strings to the policy), and holds a statement back while one that may
- * change them is in flight (see docs/wire.md, client encodings).
+ * change them is in flight (see docs/encodings.md).
  */
 import { misread, type Decision, type Session, type SessionEffect } from '../policy/index.js';
 import { UTF8_TEXT, clientText, type ClientText } from '../protocol/index.js';

@@ -4,7 +4,7 @@
  * user's own role) and to repobase, and must get the same answers, message by message: the type
  * of each, SQLSTATE and message of errors, rows and command tags, ReadyForQuery's transaction
  * status, and whether the server closes the connection. Where repobase differs on purpose
- * (`DIFFERENCES`, listed in docs/wire.md) or by a known accident (`KNOWN`), both sides' answers
+ * (`DIFFERENCES`, listed in docs/wire-differences.md) or by a known accident (`KNOWN`), both sides' answers
  * are asserted as they are, so that a change on either side shows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,7 @@ interface Expected {
   repobase: Answer[];
 }
 
-/** On purpose, and in docs/wire.md ("Differences from Postgres"). */
+/** On purpose, and in docs/wire-differences.md. */
 const DIFFERENCES: Record<string, Expected> = {
   // The function call message names a function by OID, out of the policy's sight.
   FunctionCall: { postgres: ['V', 'Z I'], repobase: ['E 0A000 the function call protocol message is supported only for the large-object functions (lo_open, lo_close, loread, lowrite, lo_lseek, lo_lseek64, lo_tell, lo_tell64, lo_truncate, lo_truncate64, lo_creat, lo_create, lo_unlink); function 177 is not one', 'Z I'] },
