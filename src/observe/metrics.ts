@@ -215,9 +215,12 @@ const replays = tallyCounter('repobase_wire_setting_replays_total', "Wire reques
 const reprepares = tallyCounter('repobase_wire_statement_reprepares_total', 'Prepared statements of wire clients made again, unseen, on a pooled backend that lacked them.', []);
 const checks = tallyCounter('repobase_wire_state_checks_total', 'Times a pooled backend was asked what session state it holds, after code the proxy could not see into (a user function, DO, CALL) or to learn whether a pin is over.', []);
 
+const captures = tallyCounter('repobase_wire_sequence_captures_total', "Times a pooled client's sequence state (currval, lastval) was read from its backend after a transaction that may have made some.", []);
+
 export const settingReplays = replays({});
 export const statementReprepares = reprepares({});
 export const stateChecks = checks({});
+export const sequenceCaptures = captures({});
 
 const authFailures = tallyCounter('repobase_auth_failures_total', 'Failed authentications, by front end: wire (password or SCRAM exchange), rest (bearer API key), console (log-in with user name and password).', ['front_end']);
 

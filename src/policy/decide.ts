@@ -8,7 +8,7 @@ import { REPO_NAME_RULE, repoNameProblem, splitRepo } from './names.js';
 import { refusals } from './refusals.js';
 import { checkChannel, checkRef, checkSearchPath, noAccess, notARepo } from './resolve.js';
 import { builtInPath } from './setting-free.js';
-import type { Decision, Rights, Session, SessionChange } from './types.js';
+import type { Decision, Rights, Session, SessionChange, SessionEffect } from './types.js';
 
 const postgresDefaultPath: readonly string[] = ['$user', 'public'];
 const noChanges: readonly SessionChange[] = [];
@@ -18,6 +18,14 @@ const COMMIT: SessionChange = { kind: 'transaction_end', commit: true };
 const ROLLBACK: SessionChange = { kind: 'transaction_end', commit: false };
 /** The changes of a COMMIT alone (most transactions end so): one array for all of them. */
 const COMMIT_ONLY: readonly SessionChange[] = [COMMIT];
+
+/**
+ * Whether a statement's effects are state the front end must follow, which it does not when it
+ * runs the statements ahead of a refused one: sequence state it follows only to answer currval.
+ */
+function heldEffects(effects: readonly SessionEffect[]): boolean {
+  return effects.some((e) => e.kind !== 'sequence_write' && e.kind !== 'sequence');
+}
 
 /** Whether a change moves the search_path (a transaction's end only may). */
 function changesPath(c: SessionChange): boolean {
@@ -47,7 +55,7 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
     if (refusal !== null) {
       // The statements ahead may run first, as in Postgres, unless they changed the session
       // (the front end would not follow) or the seed rule rewrote the string.
-      const ahead = facts.start > 0 && !changes?.some(changesPath) && analysis.rewrite === null && !analysis.effects?.slice(0, i).some((e) => e.length > 0);
+      const ahead = facts.start > 0 && !changes?.some(changesPath) && analysis.rewrite === null && !analysis.effects?.slice(0, i).some(heldEffects);
       return ahead ? { kind: 'deny', error: toError(refusal), refusedAt: facts.start } : deny(refusal);
     }
     for (const setting of facts.settings) {

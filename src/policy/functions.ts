@@ -43,14 +43,19 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
   if (name === 'set_config') setConfig(w, names, args, location);
   if (name === 'pg_notify') notify(w, names, args, location);
   if (PID_FUNCTIONS.has(name) || HIDING_FUNCTIONS.has(name)) standIn(w, names, location);
-  if (c.kind === 'checked') checkedCall(w, names, c.spec, args, location);
+  // currval/lastval read the session's sequence state, which a pooled wire client carries (session-stand-ins.ts).
+  const redirected = SEQUENCE_READS.has(name) && standIn(w, names, location);
+  if (c.kind === 'checked') checkedCall(w, names, c.spec, args, location, redirected);
 }
+
+/** Built-ins redirected to stand-ins that answer with the sequence state the client carries. */
+const SEQUENCE_READS: ReadonlySet<string> = new Set(['currval', 'lastval']);
 
 /**
  * A checked function: constant names are checked here; a call with any other object (an oid, a
  * column, an expression) goes to its stand-in, as does one whose answer names an object.
  */
-function checkedCall(w: Walker, names: readonly string[], spec: CheckedFunction, args: readonly Json[], location: Json | undefined): void {
+function checkedCall(w: Walker, names: readonly string[], spec: CheckedFunction, args: readonly Json[], location: Json | undefined, redirected: boolean): void {
   const objects = (spec.args[args.length] ?? []).filter((o) => o.kind !== 'server');
   let redirect = spec.result !== undefined && objects.length === 0;
   for (const o of objects) {
@@ -59,7 +64,7 @@ function checkedCall(w: Walker, names: readonly string[], spec: CheckedFunction,
     if (text !== undefined && type !== undefined && !isOidText(text)) regStringRef(w, type, text, o.need ?? 'read', undefined);
     else redirect = true;
   }
-  if (redirect) noteFunctionRedirect(w, names, location, `${names[names.length - 1] ?? ''}()`);
+  if (redirect && !redirected) noteFunctionRedirect(w, names, location, `${names[names.length - 1] ?? ''}()`);
 }
 
 function notify(w: Walker, names: readonly string[], args: readonly Json[], location: Json | undefined): void {
@@ -78,9 +83,11 @@ function notify(w: Walker, names: readonly string[], args: readonly Json[], loca
  * for its backend's, or leaves out what the front end keeps there (backend-pid.ts). A body's call
  * is left as it is: it runs later, as on the backend.
  */
-function standIn(w: Walker, names: readonly string[], location: Json | undefined): void {
+function standIn(w: Walker, names: readonly string[], location: Json | undefined): boolean {
   const name = names[names.length - 1] ?? '';
-  if (w.ctx.offsets !== null && !w.ctx.body && typeof location === 'number' && location >= 0) noteFunctionRedirect(w, names, location, `${name}()`);
+  if (w.ctx.offsets === null || w.ctx.body || typeof location !== 'number' || location < 0) return false;
+  noteFunctionRedirect(w, names, location, `${name}()`);
+  return true;
 }
 
 function setConfig(w: Walker, names: readonly string[], args: readonly Json[], location: Json | undefined): void {

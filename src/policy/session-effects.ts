@@ -10,7 +10,7 @@
 // user). Function bodies and the queries of views, rules and prepared statements are not run by
 // the statement that defines them, so calls inside them are not the statement's.
 import { arr, boolConst, fieldsOf, nameList, nodeOf, obj, str, stringConst, type Json, type JsonObject } from './json.js';
-import { isTempSchema } from './names.js';
+import { isTempSchema, quoteIdent } from './names.js';
 import { PID_FUNCTIONS, pidViews } from './backend-pid.js';
 import type { SessionEffect } from './types.js';
 
@@ -20,6 +20,8 @@ const TRY_LOCKS = new Set(['pg_try_advisory_lock', 'pg_try_advisory_lock_shared'
 const UNLOCKS = new Set(['pg_advisory_unlock', 'pg_advisory_unlock_shared']);
 /** Functions reading the session's own sequence state (what nextval last returned in it). */
 const SEQUENCE_STATE = new Set(['currval', 'lastval']);
+/** Functions that set it. */
+const SEQUENCE_WRITES = new Set(['nextval', 'setval']);
 /** DeclareCursorStmt's option bit for WITH HOLD (CURSOR_OPT_HOLD). */
 const CURSOR_OPT_HOLD = 0x20;
 
@@ -92,8 +94,23 @@ export function sessionEffects(node: Json, text: { start: number; end: number })
     if (names.length > 0) out.push({ kind: 'names', names });
   }
   if (createsTemp(n, CREATING.test(kind))) out.push({ kind: 'temp' });
+  const written = rowsWritten(kind, n);
+  if (written !== undefined) out.push({ kind: 'sequence_write', table: written });
   if (!STORING.has(kind)) scan(node, out);
   return out;
+}
+
+/**
+ * The table (as written, quoted) whose column defaults a statement may run — nextval() of a serial
+ * or identity column: INSERT, MERGE, COPY FROM, and an UPDATE that sets a column to DEFAULT.
+ */
+function rowsWritten(kind: string, n: JsonObject): string | undefined {
+  const writes = kind === 'InsertStmt' || kind === 'MergeStmt' || (kind === 'CopyStmt' && n.is_from === true) || (kind === 'UpdateStmt' && JSON.stringify(n.targetList ?? null).includes('"SetToDefault"'));
+  const rel = writes ? obj(n.relation) : undefined;
+  const name = rel === undefined ? undefined : str(rel.relname);
+  if (name === undefined) return undefined;
+  const schema = str(rel!.schemaname);
+  return schema === undefined ? quoteIdent(name) : `${quoteIdent(schema)}.${quoteIdent(name)}`;
 }
 
 /**
@@ -201,6 +218,10 @@ function call(n: JsonObject, out: SessionEffect[]): void {
   if (UNLOCKS.has(name)) return void out.push({ kind: 'unlock' });
   if (name === 'pg_advisory_unlock_all') return void out.push({ kind: 'unlock_all' });
   if (SEQUENCE_STATE.has(name)) return void out.push({ kind: 'sequence' });
+  if (SEQUENCE_WRITES.has(name)) {
+    const sequence = stringConst(arr(n.args)[0]);
+    return void out.push(sequence === undefined ? { kind: 'sequence_write' } : { kind: 'sequence_write', sequence });
+  }
   if (PID_FUNCTIONS.has(name)) return backendPid(out);
   if (name === 'pg_notify') return void (out.some((e) => e.kind === 'notify') || out.push({ kind: 'notify' }));
   // Built-in or not is known only to the server (extensions add built-ins): the front end checks.

@@ -1,12 +1,24 @@
 // Stand-ins that answer for a wire client's own session when pooling by transaction moves it
 // between backends (src/wire/pooling.ts): what Postgres would show it on a backend of its own.
 //
+// Sequences. currval and lastval read what nextval last returned in the session, kept by the
+// backend. A pooled client's values are captured from its backend after each transaction that may
+// have made some (src/wire/sequences.ts: `capture_sequences` below) and carried like a setting,
+// `repobase.sequences`; top-level calls are redirected to stand-ins that answer from the backend
+// when it has the value (the client's own nextval since it came to this backend: the front end
+// clears a backend's sequence state before another client's first use of it), else from the
+// setting. Outside pooling the setting is absent and the stand-ins answer as the originals.
+//
 // Control-plane migration 14 creates them: a change here needs a new migration.
 import { CATALOG_SCHEMA } from './catalog-views.js';
+
+/** The custom setting holding a pooled client's captured sequence state: `{"<oid>": "<value>", "last": "<value>"}`. */
+export const SEQUENCES_SETTING = 'repobase.sequences';
 
 /** The SQL of migration 14. */
 export function sessionStandInsSql(): string {
   const c = CATALOG_SCHEMA;
+  const captured = `coalesce(nullif(pg_catalog.current_setting('${SEQUENCES_SETTING}', true), ''), '{}')::jsonb`;
   return `
     -- pg_notify answers the void value, as Postgres' own does (with a SET clause the function
     -- answered NULL): every name is qualified instead.
@@ -15,5 +27,94 @@ export function sessionStandInsSql(): string {
     AS $fn$
       SELECT pg_catalog.pg_notify(CASE WHEN pg_catalog.starts_with(channel, pg_catalog.concat(CURRENT_USER, '/')) THEN channel ELSE pg_catalog.concat(CURRENT_USER, '/', channel) END, payload)
     $fn$;
-    ALTER FUNCTION ${c}.pg_notify(text, text) RESET ALL;`;
+    ALTER FUNCTION ${c}.pg_notify(text, text) RESET ALL;
+
+    -- currval: the backend's value, else the one the client carries; a sequence outside the
+    -- caller's world is a relation that cannot be opened (as the checked stand-in of migration 7).
+    CREATE OR REPLACE FUNCTION ${c}.currval(regclass) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+      v text;
+    BEGIN
+      IF NOT coalesce(${c}.visible_class($1::oid, current_schemas(true)) OR ${c}.no_relation($1::oid), true) THEN RETURN NULL; END IF;
+      RETURN pg_catalog.currval($1);
+    EXCEPTION WHEN object_not_in_prerequisite_state THEN
+      v := ${captured} ->> ($1::oid)::text;
+      IF v IS NULL THEN RAISE; END IF;
+      RETURN v::bigint;
+    END
+    $fn$;
+
+    CREATE OR REPLACE FUNCTION ${c}.lastval() RETURNS bigint
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+      v text;
+    BEGIN
+      RETURN pg_catalog.lastval();
+    EXCEPTION WHEN object_not_in_prerequisite_state THEN
+      v := ${captured} ->> 'last';
+      IF v IS NULL THEN RAISE; END IF;
+      RETURN v::bigint;
+    END
+    $fn$;
+
+    -- The session's sequence state after a transaction of a pooled client, merged into what it
+    -- carries: the sequences it named (nextval, setval), those the tables it wrote to take defaults
+    -- from (serial and identity columns, any default naming a sequence), and with \`every\` (code
+    -- the front end could not see into ran) every sequence it may use. Also says which of
+    -- \`tables\` take no default from a sequence (the front end stops asking for them).
+    CREATE FUNCTION ${c}.capture_sequences(seqs text[], tables text[], every boolean, OUT state text, OUT sequence_free text)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    -- No SET clause: the names are the client's, read with its search_path; every name here is qualified.
+    AS $fn$
+    DECLARE
+      merged jsonb := ${captured};
+      s oid;
+    BEGIN
+      sequence_free := pg_catalog.to_json(ARRAY(
+        SELECT t FROM pg_catalog.unnest(tables) AS t
+         WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class q ON q.oid = d.objid AND q.relkind = 'S'
+                            WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                              AND d.refobjid = pg_catalog.to_regclass(t))
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_attrdef a
+                             JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND d.objid = a.oid AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                             JOIN pg_catalog.pg_class q ON q.oid = d.refobjid AND q.relkind = 'S'
+                            WHERE a.adrelid = pg_catalog.to_regclass(t))))::text;
+      FOR s IN
+        SELECT pg_catalog.to_regclass(n)::oid FROM pg_catalog.unnest(seqs) AS n
+        UNION
+        SELECT d.objid FROM pg_catalog.unnest(tables) AS t
+          JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refobjid = pg_catalog.to_regclass(t)
+          JOIN pg_catalog.pg_class q ON q.oid = d.objid AND q.relkind = 'S'
+        UNION
+        SELECT d.refobjid FROM pg_catalog.unnest(tables) AS t
+          JOIN pg_catalog.pg_attrdef a ON a.adrelid = pg_catalog.to_regclass(t)
+          JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND d.objid = a.oid AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+          JOIN pg_catalog.pg_class q ON q.oid = d.refobjid AND q.relkind = 'S'
+        UNION
+        SELECT q.oid FROM pg_catalog.pg_class q
+         WHERE every AND q.relkind = 'S' AND q.relnamespace IN (SELECT ${c}.visible_namespaces(pg_catalog.current_schemas(true)))
+           AND CASE WHEN q.relkind = 'S' THEN pg_catalog.has_sequence_privilege(q.oid, 'USAGE') END
+      LOOP
+        CONTINUE WHEN s IS NULL;
+        BEGIN
+          merged := merged OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(s::text, pg_catalog.currval(s)::text);
+        EXCEPTION WHEN object_not_in_prerequisite_state OR insufficient_privilege OR undefined_table THEN
+          NULL;
+        END;
+      END LOOP;
+      BEGIN
+        merged := merged OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('last', pg_catalog.lastval()::text);
+      EXCEPTION WHEN object_not_in_prerequisite_state OR insufficient_privilege OR undefined_table THEN
+        NULL;
+      END;
+      state := merged::text;
+      PERFORM pg_catalog.set_config('${SEQUENCES_SETTING}', state, false);
+    END
+    $fn$;
+    GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${c} TO PUBLIC;`;
 }

@@ -74,6 +74,12 @@ export type SessionEffect =
   | { kind: 'savepoint'; rollback: boolean }
   /** currval / lastval: read what nextval last returned in this session. */
   | { kind: 'sequence' }
+  /**
+   * What may make a session's currval/lastval: nextval or setval of a sequence named as written
+   * (`sequence`; undefined: not a constant), or rows written to a table whose defaults may call
+   * nextval (INSERT, COPY FROM, MERGE, UPDATE … SET c = DEFAULT), its name as written (`table`).
+   */
+  | { kind: 'sequence_write'; sequence?: string; table?: string }
   /** pg_backend_pid(): reads the client's process id, a setting the front end carries (backend-pid.ts). */
   | { kind: 'backend_pid' }
   /** An unqualified function call: session state only if it is not a built-in of the server. */

@@ -20,8 +20,8 @@ export class BackendState {
   private readonly byKey = new Map<string, string>();
   /** The client statement the backend's unnamed statement holds now. */
   unnamed: Prepared | undefined;
-  /** The client that ran on it last: sequence state (currval) is that client's. */
-  lastClient: number | undefined;
+  /** The client whose sequence state (currval, lastval) its session holds, if any (sequences.ts). */
+  sequenceHolder: number | undefined;
   /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
   announced: number | undefined;
   /** An announcement made inside the transaction now open (NO_CLIENT: of none): it holds once that transaction commits. */
@@ -120,7 +120,7 @@ export class BackendState {
     this.reportedStamp++;
     this.other.clear();
     this.forgetStatements();
-    this.lastClient = undefined;
+    this.sequenceHolder = undefined;
     this.synced = undefined;
   }
 }

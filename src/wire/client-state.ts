@@ -17,18 +17,19 @@
  * knows both.
  * Pure bookkeeping: no I/O (the relay sends what this module says to send).
  */
-import { BACKEND_PID_SETTING, type SessionEffect } from '../policy/index.js';
+import { BACKEND_PID_SETTING, SEQUENCES_SETTING, type SessionEffect } from '../policy/index.js';
 import { isReported, reportedName, type BackendState } from './backend-state.js';
 import type { Prepared } from './prepared-statement.js';
 import { OtherSettings, isChangeableReported, setConfigValue, type SettingValue } from './session-settings.js';
+import { SequenceWrites } from './sequences.js';
 import { noteSettingName, type CheckResult } from './state-check.js';
 
 /** Reported settings that decide how Postgres reads statement text. */
 const READING = ['standard_conforming_strings', 'client_encoding'];
 
 /** Why a client keeps its backend between transactions (the metrics' `reason` label). */
-export type PinReason = 'temp' | 'advisory_lock' | 'listen' | 'cursor' | 'unknown';
-export const PIN_REASONS: readonly PinReason[] = ['temp', 'advisory_lock', 'listen', 'cursor', 'unknown'];
+export type PinReason = 'session' | 'temp' | 'advisory_lock' | 'listen' | 'cursor' | 'unknown';
+export const PIN_REASONS: readonly PinReason[] = ['session', 'temp', 'advisory_lock', 'listen', 'cursor', 'unknown'];
 
 let clients = 0;
 
@@ -56,6 +57,10 @@ export class ClientState {
   private pinnedInTransaction = false;
   /** The process id the client was given (BackendKeyData): what pg_backend_pid() shows it. */
   processId: number | undefined;
+  /** What its statements may have done to its sequence state since the last capture (sequences.ts). */
+  sequenceWrites: SequenceWrites | undefined;
+  /** The backend where it last read or made sequence state: elsewhere, its values there may be older than its own. */
+  sequenceBackend: BackendState | undefined;
 
   /**
    * @param greeting the reported settings the client was greeted with (its start-up values included)
@@ -82,9 +87,13 @@ export class ClientState {
     this.other.addDefault(BACKEND_PID_SETTING, setConfigValue(BACKEND_PID_SETTING, String(this.processId)));
   }
 
+  /** Session mode (`pgPoolMode` session): the client keeps its first backend for its whole session. */
+  sessionMode = false;
+
   /** The reasons the client keeps its backend now (empty: it may be pooled). */
   pins(): PinReason[] {
     const out: PinReason[] = [];
+    if (this.sessionMode) out.push('session');
     if (this.temp) out.push('temp');
     if (this.locks) out.push('advisory_lock');
     if (this.listens) out.push('listen');
@@ -94,7 +103,7 @@ export class ClientState {
   }
 
   get pinned(): boolean {
-    return this.temp || this.locks || this.listens || this.cursors.size > 0 || this.needsCheck;
+    return this.sessionMode || this.temp || this.locks || this.listens || this.cursors.size > 0 || this.needsCheck;
   }
 
   /** What the backend said it holds (see `CHECK_SQL`): pins follow it, and its settings are the client's from now on. */
@@ -149,6 +158,7 @@ export class ClientState {
         backend.other.resetAll();
         return this.resetReported();
       case 'discard':
+        if (e.what === 'sequences' || e.what === 'all') this.forgetSequences();
         if (e.what === 'temp' || e.what === 'all') this.temp = false;
         if (e.what !== 'all') return;
         this.other.resetAll();
@@ -217,11 +227,18 @@ export class ClientState {
       case 'backend_pid':
       case 'notify':
         return; // handled before the statement runs (Pooling.before)
+      case 'sequence_write': {
+        const w = (this.sequenceWrites ??= new SequenceWrites());
+        if (e.table !== undefined) w.tables.add(e.table);
+        else if (e.sequence !== undefined) w.sequences.add(e.sequence);
+        else w.every = true;
+        return;
+      }
       case 'call':
-        if (!builtins.has(e.name)) this.needsCheck = true;
+        if (!builtins.has(e.name)) this.codeRan();
         return;
       case 'unknown':
-        this.needsCheck = true;
+        this.codeRan();
         return;
       case 'names':
         for (const name of e.names) noteSettingName(name);
@@ -277,6 +294,33 @@ export class ClientState {
    * client_encoding) is no longer what it was at start-up: a function changed it (see `misread`).
    */
   readingChanged = false;
+
+  /** Code the proxy cannot see into ran: the backend is asked what it left, and its sequence state captured. */
+  private codeRan(): void {
+    this.needsCheck = true;
+    (this.sequenceWrites ??= new SequenceWrites()).every = true;
+  }
+
+  /**
+   * The client's sequence state as captured on `backend` (which holds it as a setting now): carried
+   * from now on like a start-up setting, so that RESET ALL keeps it (it does not reset currval).
+   */
+  capturedSequences(state: string, backend: BackendState): void {
+    noteSettingName(SEQUENCES_SETTING); // the check asks for it by name (it must not take it for reset)
+    const value = setConfigValue(SEQUENCES_SETTING, state);
+    this.other.replaceDefault(SEQUENCES_SETTING, value);
+    backend.other.set(SEQUENCES_SETTING, value);
+    backend.other.commit();
+  }
+
+  /**
+   * DISCARD SEQUENCES (or ALL): no sequence state left. The backend still holds what the client
+   * carried as a setting (DISCARD SEQUENCES resets none): the next request resets it there.
+   */
+  private forgetSequences(): void {
+    this.other.replaceDefault(SEQUENCES_SETTING, undefined);
+    this.sequenceWrites = undefined;
+  }
 
   /** A setting that cannot be given to a backend any more goes back to its start-up value (false: not one the client set). */
   resetSetting(name: string): boolean {

@@ -39,6 +39,7 @@ import type { TlsMaterial } from './tls.js';
 import { ClientState, type BuiltinFunctions } from './client-state.js';
 import { Pooling } from './pooling.js';
 import { sendersChannel } from './notifications.js';
+import type { SequenceFreeTables } from './sequences.js';
 import { BASELINE, type StartupSettings } from './startup-settings.js';
 
 export interface WireDeps {
@@ -46,12 +47,14 @@ export interface WireDeps {
   control: ControlPlane;
   policy: Policy;
   pool: SessionPool;
-  /** Pooling by transaction (`pgPoolMode` transaction): what start-up parameters make of a session. */
-  startup?: StartupSettings | undefined;
+  /** What start-up parameters make of a session (backends log in with none of a client's). */
+  startup: StartupSettings;
   builtins: BuiltinFunctions;
   largeObjects: LargeObjectFunctions;
   largeMessages: MessageBudget;
   cancels: CancelRegistry;
+  /** Tables known to take no default from a sequence (sequences.ts). */
+  sequenceFree: SequenceFreeTables;
   tls: TlsMaterial;
   throttle: FailureThrottle;
   secret: string;
@@ -224,26 +227,26 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     const { params } = upstreamParams;
     // Greet with what a login with these settings reports, and take an upstream backend only when
     // the client first sends something: idle clients cost no upstream backend.
-    let greeting: ReadonlyMap<string, string>;
-    let pooling: Pooling | undefined;
-    if (deps.startup !== undefined) {
-      const startup = await deps.startup.of(role, params);
-      greeting = startup.greeting;
-      pooling = new Pooling(new ClientState(startup.greeting, startup.other), {
-        takeIdle: (prefer) => deps.pool.takeIdle(role, BASELINE, prefer),
-        acquire: (prefer) => deps.pool.acquire(role, BASELINE, prefer),
-        release: (s, how) => deps.pool.release(role, BASELINE, s, how),
-        lend: (s, revoke) => deps.pool.lend(role, BASELINE, s, revoke),
-        reclaim: (s) => deps.pool.reclaim(role, BASELINE, s),
-        builtins: deps.builtins,
-        prepareText: (p) => relay.prepareText(p),
-        onRestoreFailed: (error) => relay.restoreFailed(error),
-        onLost: (message) => relay.lost(message),
-        sendersChannel: sendersChannel(role),
-      });
-    } else {
-      greeting = await deps.pool.greeting(role, params);
-    }
+    // In session mode (pgPoolMode session) the client is pooled like any other, but keeps the
+    // first backend it takes for its whole session (a pin of its own).
+    const settings = await deps.startup.of(role, params);
+    const greeting = settings.greeting;
+    const client = new ClientState(settings.greeting, settings.other);
+    client.sessionMode = deps.config.pgPoolMode === 'session';
+    const pooling = new Pooling(client, {
+      takeIdle: (prefer) => deps.pool.takeIdle(role, BASELINE, prefer),
+      acquire: (prefer) => deps.pool.acquire(role, BASELINE, prefer),
+      release: (s, how) => deps.pool.release(role, BASELINE, s, how),
+      lend: (s, revoke) => deps.pool.lend(role, BASELINE, s, revoke),
+      reclaim: (s) => deps.pool.reclaim(role, BASELINE, s),
+      builtins: deps.builtins,
+      prepareText: (p) => relay.prepareText(p),
+      onRestoreFailed: (error) => relay.restoreFailed(error),
+      onLost: (message) => relay.lost(message),
+      sendersChannel: sendersChannel(role),
+      role,
+      sequenceFree: deps.sequenceFree,
+    });
     clearTimeout(timer);
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
     const relay: Relay = new Relay(
@@ -261,8 +264,8 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         largeObjects: deps.largeObjects,
         largeMessages: deps.largeMessages,
         greeting,
-        acquire: () => deps.pool.acquire(role, params),
-        release: (s, how) => deps.pool.release(role, pooling === undefined ? params : BASELINE, s, how),
+        acquire: () => deps.pool.acquire(role, BASELINE),
+        release: (s, how) => deps.pool.release(role, BASELINE, s, how),
         pooling,
         signal: (kind, processId) => deps.cancels.signal(kind, processId, role),
       },
@@ -273,7 +276,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       cancel: () => relay.cancel(),
       terminate: () => relay.terminate(new PgError(SqlState.AdminShutdown, 'terminating connection due to administrator command')),
     });
-    if (pooling !== undefined) pooling.client.processId = key.processId;
+    pooling.client.processId = key.processId;
     for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
     socket.write(buildReadyForQuery('I'));

@@ -13,11 +13,12 @@ import type { SessionEffect } from '../policy/index.js';
 import { FrontendCode, buildParameterStatus, buildQuery, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
-import { settingReplays, stateChecks } from '../observe/metrics.js';
+import { sequenceCaptures, settingReplays, stateChecks } from '../observe/metrics.js';
 import { BackendState, NO_CLIENT } from './backend-state.js';
 import type { ClientState, BuiltinFunctions } from './client-state.js';
 import type { Prepared } from './prepared-statement.js';
 import { checkSql, parseCheck } from './state-check.js';
+import { captureSql, parseCapture, type SequenceFreeTables } from './sequences.js';
 import { PreparedStatements, type Sent } from './prepared.js';
 import type { Pending } from './answers.js';
 import { literal, settingsDiff, settingsId, settingsStamp } from './session-settings.js';
@@ -75,14 +76,15 @@ export interface PoolingDeps {
   onLost(message: string): void;
   /** The user's channel of sender announcements (notifications.ts). */
   sendersChannel: string;
+  /** The client's role, and the tables known to take no default from a sequence (sequences.ts). */
+  role: string;
+  sequenceFree: SequenceFreeTables;
 }
 
 export class Pooling {
   readonly statements: PreparedStatements;
   /** The backend the client used last: it gets that one back when it is idle. */
   last: UpstreamSession | undefined;
-  /** The backend ran another client since this one: its sequence state (currval) is that client's. */
-  private foreignSequences = false;
   private knownSenders: Senders | undefined;
   /** The text of the client's encoding, which what the proxy sends ahead is written in. */
   private readonly texts = new TextOf();
@@ -147,8 +149,6 @@ export class Pooling {
   /** The client now holds `session`. */
   attached(session: UpstreamSession): BackendState {
     const backend = backendState(session);
-    this.foreignSequences = backend.lastClient !== undefined && backend.lastClient !== this.client.id;
-    backend.lastClient = this.client.id;
     this.last = session;
     return backend;
   }
@@ -200,10 +200,7 @@ export class Pooling {
       sql.push(...made.sql);
       parses = made.frames;
       if (made.undo !== undefined) undo.push(made.undo);
-      if (this.foreignSequences && hasEffect(effects, 'sequence')) {
-        sql.push(DISCARD_SEQUENCES);
-        this.foreignSequences = false;
-      }
+      if (this.touchesSequences(effects) && this.clearsSequences(backend)) sql.push(DISCARD_SEQUENCES);
       // Notifications: a listener hears who sent what; a sender says whom its backend serves.
       const channel = this.deps.sendersChannel;
       if (hasEffect(effects, 'listen')) sql.push(`LISTEN ${quoteIdent(channel)}`);
@@ -260,6 +257,30 @@ export class Pooling {
   private announced(backend: BackendState, pid: number | undefined, status: TransactionStatus): void {
     if (status === 'I') backend.announced = pid;
     else backend.announcing = pid ?? NO_CLIENT;
+  }
+
+  /** Whether statements with these effects read or make sequence state (code out of sight may). */
+  private touchesSequences(effects: readonly (readonly SessionEffect[])[]): boolean {
+    for (const list of effects) {
+      for (const e of list) {
+        if (e.kind === 'sequence' || e.kind === 'sequence_write' || e.kind === 'unknown' || (e.kind === 'call' && !this.deps.builtins.has(e.name))) return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The client is about to read or make sequence state on `backend`: whether the backend's must be
+   * cleared first — another client's, or an older one of this client's (it has used sequences on
+   * another backend since). Its values from before are the ones it carries (sequences.ts).
+   */
+  private clearsSequences(backend: BackendState): boolean {
+    const client = this.client;
+    if (backend.sequenceHolder === client.id && client.sequenceBackend === backend) return false;
+    const foreign = backend.sequenceHolder !== undefined;
+    backend.sequenceHolder = client.id;
+    client.sequenceBackend = backend;
+    return foreign;
   }
 
   /** Whether the backend's settings are the client's, as last compared (nothing changed on either side since). */
@@ -343,7 +364,33 @@ export class Pooling {
         },
       };
     }
+    const capture = this.capture(backend);
+    if (capture !== undefined) return capture;
     return client.pinned ? 'keep' : 'release';
+  }
+
+  /** After a transaction that may have made sequence state: the query that captures it (sequences.ts), if any is left to ask. */
+  private capture(backend: BackendState): Internal | undefined {
+    const client = this.client;
+    const writes = client.sequenceWrites;
+    if (writes === undefined) return undefined;
+    client.sequenceWrites = undefined;
+    const scope = `${this.deps.role}\0${client.other.get('search_path')?.sql ?? ''}`;
+    const q = captureSql(writes, (table) => this.deps.sequenceFree.has(scope, table));
+    if (q === undefined) return undefined;
+    sequenceCaptures.value++;
+    backend.unnamed = undefined; // a Query drops the unnamed statement
+    let row: (string | null)[] | undefined;
+    return {
+      frames: [buildQuery(q.sql)],
+      onRow: (r) => (row = r),
+      done: (error) => {
+        if (error !== undefined || row === undefined) return; // not captured: currval reads the backend's own, as before
+        const { state, free } = parseCapture(row);
+        client.capturedSequences(state, backend);
+        if (free.length > 0) this.deps.sequenceFree.add(scope, free);
+      },
+    };
   }
 
   /**

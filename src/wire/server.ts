@@ -21,6 +21,7 @@ import { loadBuiltins } from './builtins.js';
 import { MessageBudget } from './large-messages.js';
 import { loadLargeObjectFunctions } from './large-objects.js';
 import { StartupSettings } from './startup-settings.js';
+import { SequenceFreeTables } from './sequences.js';
 import { PIN_REASONS, type PinReason } from './client-state.js';
 
 /** How long terminated clients get to read their FATAL before `close` cuts what is left. */
@@ -73,6 +74,9 @@ function pinStates(relays: Iterable<Relay>): Record<PinReason, number> {
   return s;
 }
 
+/** How long a table is trusted to take no default from a sequence (see sequences.ts). */
+const SEQUENCE_FREE_MS = 60_000;
+
 export async function startWireServer(deps: WireServerDeps): Promise<WireServer> {
   const log = deps.log.child({ mod: 'wire' });
   const { config, cluster } = deps;
@@ -80,8 +84,8 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
   const pool = sessionPoolFor(cluster, {
     maxPerRole: config.pgSessionsPerUser,
     idleMs: config.upstreamIdleMs,
-    // Pooling by transaction, a backend keeps what it holds: the proxy knows it (client-state.ts).
-    reset: pooling ? 'none' : 'eager',
+    // A backend keeps what it holds: the proxy knows it (client-state.ts).
+    reset: 'none',
     waitMs: config.pgPoolTimeoutMs,
     // Pooling by transaction, a backend in use comes back soon: wait for it before opening another.
     growAfterMs: pooling ? config.pgPoolGrowAfterMs : undefined,
@@ -92,6 +96,12 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
 
   const sockets = new Set<Socket>();
   const relays = new Map<Socket, Relay>();
+  // Tables known to take no default from a sequence: forgotten at any schema change, and every
+  // minute besides (a process that hears no schema events must not trust them long).
+  const sequenceFree = new SequenceFreeTables();
+  const unwatchSchema = deps.control.onSchemaChange(() => sequenceFree.clear());
+  const forgetting = setInterval(() => sequenceFree.clear(), SEQUENCE_FREE_MS);
+  forgetting.unref();
   let draining = false;
   let onEmpty: (() => void) | undefined;
   const connDeps = {
@@ -99,11 +109,12 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     control: deps.control,
     policy: deps.policy,
     pool,
-    startup: pooling ? new StartupSettings(pool) : undefined,
+    startup: new StartupSettings(pool),
     builtins: loadBuiltins((sql) => cluster.admin.query<{ proname: string }>(sql), log),
     largeMessages: new MessageBudget(config.pgLargeMessagesBytes),
     largeObjects: loadLargeObjectFunctions((sql) => cluster.admin.query<{ oid: number; proname: string }>(sql), log),
     cancels: new CancelRegistry(deps.cancelPeers),
+    sequenceFree,
     tls: await loadTls(config),
     throttle: new FailureThrottle(),
     secret: cluster.secret,
@@ -130,6 +141,8 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
   const unwatch = () => {
     unwatchClients();
     unwatchPins();
+    unwatchSchema();
+    clearInterval(forgetting);
   };
   let closed: Promise<void> | undefined;
   const stopListening = () => (closed ??= new Promise<void>((resolve) => server.close(() => resolve())));

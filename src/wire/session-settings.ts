@@ -130,6 +130,19 @@ export class OtherSettings {
     this.stamp++;
   }
 
+  /** A default given, changed or taken away while the session runs (undefined: none), its value with it. */
+  replaceDefault(name: string, value: SettingValue | undefined): void {
+    this.tx?.delete(name);
+    if (value === undefined) {
+      this.defaults.delete(name);
+      this.base.delete(name);
+    } else {
+      this.defaults.set(name, value);
+      this.base.set(name, value);
+    }
+    this.stamp++;
+  }
+
   get(name: string): SettingValue | undefined {
     if (this.tx?.has(name)) return this.tx.get(name) ?? undefined;
     return this.base.get(name);

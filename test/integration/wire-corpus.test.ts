@@ -56,12 +56,6 @@ const DIFFERENCES: Record<string, Expected> = {
 
 /** By accident: reported, asserted as they are until fixed. */
 const KNOWN: Record<string, Expected> = {
-  // The policy decides a pipelined statement with the search_path in effect when it arrives,
-  // before Postgres has answered the SET sent just before it (the role wall still holds).
-  'search_path changed and used in one pipeline': {
-    postgres: ['C SET', 'Z I', 'T count', 'D 0', 'C SELECT 1', 'Z I'],
-    repobase: ['C SET', 'Z I', 'E 42501 schema "public" is not a repo: tables live in repos named "<user>/<repo>"', 'Z I'],
-  },
   // The SQLSTATE is Postgres', the words are not (they leave out the offending bytes).
   'a query with invalid UTF-8': {
     postgres: ['E 22021 invalid byte sequence for encoding "UTF8": 0xff', 'Z I'],

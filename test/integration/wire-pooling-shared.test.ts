@@ -156,3 +156,42 @@ describe('the search_path as frameworks set it', () => {
     expect(await value(c, "SELECT count(*)::int FROM pg_tables WHERE tablename LIKE 'made_%'")).toBe(4);
   });
 });
+
+describe("sequences: currval and lastval are the client's own", () => {
+  it('in the transaction of the nextval, after another client used the backend', async () => {
+    const [a, b] = [await connect(), await connect()];
+    await b.query('SELECT 1');
+    await a.query('BEGIN');
+    const id = await value<number>(a, "INSERT INTO items (v) VALUES ('y') RETURNING id");
+    expect(Number(await value(a, "SELECT currval(pg_get_serial_sequence('items', 'id'))"))).toBe(id);
+    expect((await a.query('COMMIT')).command).toBe('COMMIT');
+    expect(await value(b, `SELECT count(*)::int FROM items WHERE id = ${id}`)).toBe(1);
+  });
+
+  it('in later statements and transactions, whoever used the backend since (PHP lastInsertId, ORMs)', async () => {
+    const [a, b] = [await connect(), await connect()];
+    const mine = Number(await value(a, "SELECT nextval('s')"));
+    const theirs = Number(await value(b, "SELECT nextval('s')"));
+    expect(theirs).toBe(mine + 1);
+    expect(Number(await value(a, "SELECT currval('s')"))).toBe(mine);
+    expect(Number(await value(a, 'SELECT lastval()'))).toBe(mine);
+    expect(Number(await value(b, 'SELECT lastval()'))).toBe(theirs);
+    // A serial column's default, then lastval in a statement of its own.
+    await a.query("INSERT INTO items (v) VALUES ('a')");
+    await b.query("INSERT INTO items (v) VALUES ('b')");
+    const aId = await value<number>(a, "SELECT max(id) FROM items WHERE v = 'a'");
+    expect(Number(await value(a, 'SELECT lastval()'))).toBe(aId);
+    expect(Number(await value(a, "SELECT currval('items_id_seq')"))).toBe(aId);
+    // setval too, and DISCARD SEQUENCES forgets everything, as Postgres does.
+    await a.query("SELECT setval('s', 500)");
+    await b.query("SELECT nextval('s')");
+    expect(Number(await value(a, "SELECT currval('s')"))).toBe(500);
+    await a.query('DISCARD SEQUENCES');
+    expect((await failure(a, "SELECT currval('s')")).code).toBe('55000');
+    expect((await failure(a, 'SELECT lastval()')).code).toBe('55000');
+    // A client that never used a sequence sees none of the others'.
+    const c = await connect();
+    expect(await failure(c, "SELECT currval('s')")).toEqual({ code: '55000', message: 'currval of sequence "s" is not yet defined in this session' });
+    expect(await failure(c, 'SELECT lastval()')).toEqual({ code: '55000', message: 'lastval is not yet defined in this session' });
+  });
+});

@@ -65,8 +65,10 @@ describe.each(['transaction', 'session'] as const)('pgPoolMode %s', (mode) => {
       const later = await backends();
       expect(later.map((r) => r.pid)).toEqual(settled.map((r) => r.pid));
       expect(later.every((r) => r.state === 'idle')).toBe(true);
-      // Session mode resets a session when its client leaves; pooling by transaction keeps what it holds (the proxy knows it).
-      if (mode === 'session') expect(later.every((r) => r.query === 'DISCARD ALL')).toBe(true);
+      // Session mode resets a backend its client leaves (or closes it, when it left in the middle
+      // of a statement): what is left ran nothing of anybody's, or was reset. Pooling by
+      // transaction keeps what a backend holds (the proxy knows it).
+      if (mode === 'session') for (const r of later) expect(['', 'DISCARD ALL']).toContain(r.query);
     });
 
     it('a statement in flight when its client leaves is cancelled upstream', async () => {

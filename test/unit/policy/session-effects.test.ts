@@ -22,7 +22,6 @@ const one = (...effects: unknown[]) => [effects];
 describe('statements without session effects carry none', () => {
   test.each([
     'SELECT 1',
-    'INSERT INTO "alice/sales".t VALUES (1)',
     'BEGIN',
     'COMMIT',
     'SET LOCAL statement_timeout = 1000',
@@ -31,6 +30,7 @@ describe('statements without session effects carry none', () => {
     'CREATE TABLE "alice/sales".t2 (a int DEFAULT my_default())',
     'CREATE VIEW "alice/sales".v AS SELECT "alice/sales".f()',
     'DECLARE c CURSOR FOR SELECT 1',
+    'UPDATE "alice/sales".t SET a = 1',
     // Dropped when its transaction ends: nothing to pin.
     'CREATE TEMP TABLE t (a int) ON COMMIT DROP',
     'CREATE TEMP TABLE t ON COMMIT DROP AS SELECT 1',
@@ -121,6 +121,12 @@ describe('state that pins a client to its backend, and what ends it', () => {
     ['SAVEPOINT a', one({ kind: 'savepoint', rollback: false })],
     ['ROLLBACK TO SAVEPOINT a', one({ kind: 'savepoint', rollback: true })],
     ["SELECT currval('\"alice/sales\".s')", one({ kind: 'sequence' })],
+    ["SELECT nextval('s'), setval('\"alice/sales\".t', 5)", one({ kind: 'sequence_write', sequence: 's' }, { kind: 'sequence_write', sequence: '"alice/sales".t' })],
+    ['SELECT nextval($1)', one({ kind: 'sequence_write' })],
+    ['INSERT INTO "alice/sales".t VALUES (1)', one({ kind: 'sequence_write', table: '"alice/sales"."t"' })],
+    ['INSERT INTO t VALUES (1) ON CONFLICT DO NOTHING', one({ kind: 'sequence_write', table: '"t"' })],
+    ["COPY \"Orders 2024\" FROM STDIN", one({ kind: 'sequence_write', table: '"Orders 2024"' })],
+    ['UPDATE t SET a = DEFAULT', one({ kind: 'sequence_write', table: '"t"' })],
     ['SELECT pg_backend_pid(), pg_catalog.pg_backend_pid()', one({ kind: 'backend_pid' })],
     ['SELECT a.pid FROM pg_stat_activity a JOIN pg_catalog.pg_locks l USING (pid)', one({ kind: 'backend_pid' })],
   ])('%s', async (sql, expected) => {
