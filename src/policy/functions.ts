@@ -43,9 +43,16 @@ export function checkFunctionCall(w: Walker, names: readonly string[], args: rea
   if (name === 'set_config') setConfig(w, names, args, location);
   if (name === 'pg_notify') notify(w, names, args, location);
   if (PID_FUNCTIONS.has(name) || HIDING_FUNCTIONS.has(name)) standIn(w, names, location);
-  // currval/lastval read the session's sequence state, which a pooled wire client carries (session-stand-ins.ts).
-  const redirected = SEQUENCE_READS.has(name) && standIn(w, names, location);
+  // currval/lastval read the session's sequence state, which a pooled wire client carries, and
+  // current_setting of a custom setting may name one another client left on the backend (session-stand-ins.ts).
+  const redirected = (SEQUENCE_READS.has(name) || (name === 'current_setting' && readsCustomSetting(args[0]))) && standIn(w, names, location);
   if (c.kind === 'checked') checkedCall(w, names, c.spec, args, location, redirected);
+}
+
+/** Whether current_setting's name argument is a custom setting's (`app.tenant`), or not known before it runs. */
+function readsCustomSetting(arg: Json | undefined): boolean {
+  const name = constString(arg);
+  return name === undefined || name.includes('.');
 }
 
 /** Built-ins redirected to stand-ins that answer with the sequence state the client carries. */

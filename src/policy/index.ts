@@ -14,7 +14,8 @@ import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.j
 export { clientChannel, SENDERS_PREFIX } from './channels.js';
 export { BACKEND_PID_SETTING, SIGNAL_SQLSTATE } from './backend-pid.js';
 export { CATALOG_SCHEMA } from './catalog-views.js';
-export { SEQUENCES_SETTING } from './session-stand-ins.js';
+export { HIDDEN_SETTING, SEQUENCES_SETTING } from './session-stand-ins.js';
+export { indexAfter } from './splices.js';
 export { errorInOriginal } from './splices.js';
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
 

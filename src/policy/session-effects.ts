@@ -49,6 +49,11 @@ export function sessionEffects(node: Json, text: { start: number; end: number })
     case 'VariableSetStmt':
       variableSet(n, text, out);
       break;
+    case 'VariableShowStmt': {
+      const name = (str(n.name) ?? '').toLowerCase();
+      if (isCustomSetting(name)) out.push({ kind: 'show', name, start: text.start, end: text.end });
+      break;
+    }
     case 'DiscardStmt': {
       const target = str(n.target);
       out.push({ kind: 'discard', what: target === 'DISCARD_ALL' ? 'all' : target === 'DISCARD_TEMP' ? 'temp' : target === 'DISCARD_PLANS' ? 'plans' : 'sequences' });
@@ -124,10 +129,18 @@ function settingNames(body: string): string[] {
   return [...names];
 }
 
-/** SET / RESET at session level (SET LOCAL and SET TRANSACTION end with the transaction). */
+/** Whether a setting's name is a custom one (`app.tenant`): Postgres makes it exist by setting it. */
+export function isCustomSetting(name: string): boolean {
+  return name.includes('.');
+}
+
+/** SET / RESET at session level (SET LOCAL and SET TRANSACTION end with the transaction, but a custom setting stays defined). */
 function variableSet(n: JsonObject, text: { start: number; end: number }, out: SessionEffect[]): void {
-  if (n.is_local === true) return;
   const name = (str(n.name) ?? '').toLowerCase();
+  if (n.is_local === true) {
+    if (isCustomSetting(name)) out.push({ kind: 'defines', name });
+    return;
+  }
   switch (str(n.kind)) {
     case 'VAR_SET_VALUE':
       out.push({ kind: 'set_text', name, start: text.start, end: text.end });
@@ -210,9 +223,14 @@ function call(n: JsonObject, out: SessionEffect[]): void {
   const name = names[names.length - 1] ?? '';
   if (names.length > 2 || (schema !== undefined && schema !== 'pg_catalog' && schema !== 'information_schema')) {
     if (!out.some((e) => e.kind === 'unknown')) out.push({ kind: 'unknown' });
-    return;
+    return settingsPassed(n, out);
   }
   if (name === 'set_config') return setConfig(arr(n.args), out);
+  if (name === 'current_setting') {
+    const setting = stringConst(arr(n.args)[0]);
+    if ((setting === undefined || isCustomSetting(setting)) && !out.some((e) => e.kind === 'reads_custom')) out.push({ kind: 'reads_custom' });
+    return;
+  }
   if (LOCKS.has(name)) return void out.push({ kind: 'lock', surely: true });
   if (TRY_LOCKS.has(name)) return void out.push({ kind: 'lock', surely: false });
   if (UNLOCKS.has(name)) return void out.push({ kind: 'unlock' });
@@ -226,6 +244,24 @@ function call(n: JsonObject, out: SessionEffect[]): void {
   if (name === 'pg_notify') return void (out.some((e) => e.kind === 'notify') || out.push({ kind: 'notify' }));
   // Built-in or not is known only to the server (extensions add built-ins): the front end checks.
   if (schema === undefined && !out.some((e) => e.kind === 'call' && e.name === name)) out.push({ kind: 'call', name });
+  if (schema === undefined) settingsPassed(n, out);
+}
+
+/** A name like a custom setting's. */
+const SETTING_NAME = /^[A-Za-z_][\w$]*\.[A-Za-z_][\w$.]*$/;
+
+/**
+ * Constant strings a call of a function that may be the user's passes that look like custom
+ * settings' names (`set_tenant('app.tenant', …)`): the function may set them, and Postgres lists
+ * custom settings nowhere, so the front end asks for these by name after it ran.
+ */
+function settingsPassed(n: JsonObject, out: SessionEffect[]): void {
+  let names: string[] | undefined;
+  for (const arg of arr(n.args)) {
+    const s = stringConst(arg);
+    if (s !== undefined && SETTING_NAME.test(s)) (names ??= []).push(s.toLowerCase());
+  }
+  if (names !== undefined) out.push({ kind: 'names', names });
 }
 
 function backendPid(out: SessionEffect[]): void {
@@ -236,7 +272,10 @@ function backendPid(out: SessionEffect[]): void {
 function setConfig(args: readonly Json[], out: SessionEffect[]): void {
   const name = stringConst(args[0])?.toLowerCase();
   const local = boolConst(args[2]);
-  if (local === true) return;
+  if (local === true) {
+    if (name !== undefined && isCustomSetting(name)) out.push({ kind: 'defines', name });
+    return;
+  }
   if (name === undefined || local === undefined) return void out.push({ kind: 'unknown' });
   const value = stringConst(args[1]);
   out.push(value === undefined ? { kind: 'set_unknown', name } : { kind: 'set', name, value });

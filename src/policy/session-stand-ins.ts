@@ -15,6 +15,14 @@ import { CATALOG_SCHEMA } from './catalog-views.js';
 /** The custom setting holding a pooled client's captured sequence state: `{"<oid>": "<value>", "last": "<value>"}`. */
 export const SEQUENCES_SETTING = 'repobase.sequences';
 
+/**
+ * The custom setting listing (`a.b,c.d`) the custom settings other clients left defined on the
+ * backend (they exist there, empty, once set: Postgres keeps a setting's name for the session)
+ * that the client itself never set: the stand-in of current_setting answers for them as for a
+ * setting that does not exist. The service's own (`repobase.…`) are never the client's.
+ */
+export const HIDDEN_SETTING = 'repobase.hidden';
+
 /** The SQL of migration 14. */
 export function sessionStandInsSql(): string {
   const c = CATALOG_SCHEMA;
@@ -46,6 +54,31 @@ export function sessionStandInsSql(): string {
       RETURN v::bigint;
     END
     $fn$;
+
+    -- current_setting of a custom setting: as for one that does not exist when the client never set it.
+    CREATE FUNCTION ${c}.hidden_setting(name text) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT pg_catalog.starts_with(pg_catalog.lower(name), 'repobase.')
+          OR pg_catalog.strpos(pg_catalog.concat(',', pg_catalog.current_setting('${HIDDEN_SETTING}', true), ','), pg_catalog.concat(',', pg_catalog.lower(name), ',')) > 0;
+    END;
+    CREATE FUNCTION ${c}.unrecognized_setting(name text) RETURNS text
+    LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+    AS $fn$
+    BEGIN
+      RAISE EXCEPTION 'unrecognized configuration parameter "%"', name USING ERRCODE = '42704';
+    END
+    $fn$;
+    CREATE FUNCTION ${c}.current_setting(text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT CASE WHEN ${c}.hidden_setting($1) THEN ${c}.unrecognized_setting($1) ELSE pg_catalog.current_setting($1) END;
+    END;
+    CREATE FUNCTION ${c}.current_setting(text, boolean) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    BEGIN ATOMIC
+      SELECT CASE WHEN NOT ${c}.hidden_setting($1) THEN pg_catalog.current_setting($1, $2) WHEN $2 THEN NULL ELSE ${c}.unrecognized_setting($1) END;
+    END;
 
     CREATE OR REPLACE FUNCTION ${c}.lastval() RETURNS bigint
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE

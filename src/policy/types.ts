@@ -87,7 +87,13 @@ export type SessionEffect =
   /** Code out of the policy's sight: a user function, DO, CALL, set_config of a name not given as a constant. */
   | { kind: 'unknown' }
   /** Custom settings (`app.tenant`) a function body or DO block names: code that may set them later. */
-  | { kind: 'names'; names: string[] };
+  | { kind: 'names'; names: string[] }
+  /** SET LOCAL or set_config(…, true) of a custom setting: it exists in the session from now on (empty once the transaction ends). */
+  | { kind: 'defines'; name: string }
+  /** SHOW of a custom setting (the statement starts at `start`): Postgres says 42704 in a session where it was never set. */
+  | { kind: 'show'; name: string; start: number; end: number }
+  /** current_setting of a custom setting, or of a name not given as a constant: answered by a stand-in (session-stand-ins.ts). */
+  | { kind: 'reads_custom' };
 
 /** A statement the control plane performs instead of Postgres. */
 export type HandledAction =

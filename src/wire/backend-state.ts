@@ -22,6 +22,9 @@ export class BackendState {
   unnamed: Prepared | undefined;
   /** The client whose sequence state (currval, lastval) its session holds, if any (sequences.ts). */
   sequenceHolder: number | undefined;
+  /** Custom settings that exist in its session (set there by some client), and the list of those a client never set it was last told (custom-settings.ts). */
+  readonly placeholders = new Set<string>();
+  hiddenTold: string | undefined;
   /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
   announced: number | undefined;
   /** An announcement made inside the transaction now open (NO_CLIENT: of none): it holds once that transaction commits. */

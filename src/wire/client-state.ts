@@ -22,6 +22,7 @@ import { isReported, reportedName, type BackendState } from './backend-state.js'
 import type { Prepared } from './prepared-statement.js';
 import { OtherSettings, isChangeableReported, setConfigValue, type SettingValue } from './session-settings.js';
 import { SequenceWrites } from './sequences.js';
+import { isCustom } from './custom-settings.js';
 import { noteSettingName, type CheckResult } from './state-check.js';
 
 /** Reported settings that decide how Postgres reads statement text. */
@@ -73,6 +74,17 @@ export class ClientState {
   ) {
     this.reported = new Map(greeting);
     this.other = new OtherSettings(startup);
+    for (const name of startup.keys()) if (isCustom(name)) this.defined.add(name);
+  }
+
+  /** Custom settings (`app.tenant`) that exist in the client's session: it set them (custom-settings.ts). */
+  readonly defined = new Set<string>();
+
+  /** A custom setting now exists in the client's session, and on the backend serving it. */
+  private define(name: string, backend: BackendState): void {
+    if (!isCustom(name)) return;
+    this.defined.add(name);
+    backend.placeholders.add(name);
   }
 
   /**
@@ -118,6 +130,7 @@ export class ClientState {
     for (const name of names) {
       if (reportedName(name, backend) !== undefined) continue; // followed by Postgres' own reports
       const value = found.settings.get(name);
+      if (value !== undefined) this.define(name, backend);
       if (value === undefined) {
         // Reset out of sight: on a backend of its own the client would be back at its start-up value.
         this.other.reset(name);
@@ -140,13 +153,22 @@ export class ClientState {
   }
 
   private applyEffect(e: SessionEffect, text: string | undefined, backend: BackendState, builtins: BuiltinFunctions): void {
-    if ('name' in e && e.name !== null && (e.kind === 'set' || e.kind === 'set_text' || e.kind === 'set_unknown' || e.kind === 'reset')) noteSettingName(e.name);
+    if ('name' in e && e.name !== null && (e.kind === 'set' || e.kind === 'set_text' || e.kind === 'set_unknown' || e.kind === 'reset')) {
+      noteSettingName(e.name);
+      this.define(e.name, backend);
+    }
     switch (e.kind) {
+      case 'defines':
+        return this.define(e.name, backend);
+      case 'show':
+      case 'reads_custom':
+        return; // answered before the statement runs (custom-settings.ts)
       case 'set_text':
-        if (text === undefined || isReported(e.name, backend)) return; // a reported one is told by Postgres
+        if (this.reportedSet(e.name, backend)) return; // a reported one is told by Postgres
+        if (text === undefined) return;
         return this.setBoth(e.name, { sql: text.slice(e.start, e.end) }, backend);
       case 'set':
-        if (isReported(e.name, backend)) return;
+        if (this.reportedSet(e.name, backend)) return;
         return this.setBoth(e.name, setConfigValue(e.name, e.value), backend);
       case 'set_unknown':
         this.needsCheck = true;
@@ -246,6 +268,17 @@ export class ClientState {
       default:
         return assertNever(e);
     }
+  }
+
+  /**
+   * Whether `name` is a reported setting (Postgres tells its value): a RESET of it earlier in the
+   * same request no longer decides what the client is told (see `resetTo`).
+   */
+  private reportedSet(name: string, backend: BackendState): boolean {
+    const reported = reportedName(name, backend);
+    if (reported === undefined) return false;
+    if (this.resetTo.size > 0) this.resetTo.delete(reported);
+    return true;
   }
 
   private setBoth(name: string, value: SettingValue, backend: BackendState): void {

@@ -10,6 +10,7 @@
  * proxy's (`Internal` entries of the relay's queue): the client sees only its own.
  */
 import type { SessionEffect } from '../policy/index.js';
+import type { PgError } from '../shared/errors.js';
 import { FrontendCode, buildParameterStatus, buildQuery, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
 import type { Return } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
@@ -19,6 +20,7 @@ import type { ClientState, BuiltinFunctions } from './client-state.js';
 import type { Prepared } from './prepared-statement.js';
 import { checkSql, parseCheck } from './state-check.js';
 import { captureSql, parseCapture, type SequenceFreeTables } from './sequences.js';
+import { hiddenSettingsSql, hiddenShow, isCustom, readsCustom } from './custom-settings.js';
 import { PreparedStatements, type Sent } from './prepared.js';
 import type { Pending } from './answers.js';
 import { literal, settingsDiff, settingsId, settingsStamp } from './session-settings.js';
@@ -183,6 +185,7 @@ export class Pooling {
           status,
           (after) => {
             diff.apply();
+            for (const name of diff.names) if (isCustom(name)) backend.placeholders.add(name);
             if (after === 'I') backend.other.commit();
             this.markSynced(backend);
           },
@@ -201,6 +204,8 @@ export class Pooling {
       parses = made.frames;
       if (made.undo !== undefined) undo.push(made.undo);
       if (this.touchesSequences(effects) && this.clearsSequences(backend)) sql.push(DISCARD_SEQUENCES);
+      const hiddenSql = readsCustom(effects) ? hiddenSettingsSql(this.client.defined, backend) : undefined;
+      if (hiddenSql !== undefined) sql.push(hiddenSql);
       // Notifications: a listener hears who sent what; a sender says whom its backend serves.
       const channel = this.deps.sendersChannel;
       if (hasEffect(effects, 'listen')) sql.push(`LISTEN ${quoteIdent(channel)}`);
@@ -257,6 +262,11 @@ export class Pooling {
   private announced(backend: BackendState, pid: number | undefined, status: TransactionStatus): void {
     if (status === 'I') backend.announced = pid;
     else backend.announcing = pid ?? NO_CLIENT;
+  }
+
+  /** The first SHOW of a custom setting the client never set (custom-settings.ts): refused as Postgres would. */
+  hiddenShow(backend: BackendState, effects: readonly (readonly SessionEffect[])[] | undefined): { error: PgError; start: number; end: number } | undefined {
+    return hiddenShow(effects, this.client.defined, backend);
   }
 
   /** Whether statements with these effects read or make sequence state (code out of sight may). */

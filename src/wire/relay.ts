@@ -12,7 +12,7 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import type { Decision, Policy, Session, SessionChange, SessionEffect } from '../policy/index.js';
+import { indexAfter, type Decision, type Policy, type Session, type SessionChange, type SessionEffect } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeErrorResponse, decodeParse, decodeQuery, fromClientText, inClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
@@ -351,9 +351,20 @@ export class Relay {
         decisions.wire[d.kind].value++;
         this.beforeRequest(d.effects, true);
         this.readings.sent(d.effects);
-        if (d.kind === 'allow') this.backend.toUpstream.add(frame);
-        else this.backend.toUpstream.write(this.inClientText(buildQuery(d.sql)));
         const p = pending(d.changes, sql);
+        const shown = this.pooling?.hiddenShow(this.backend.link!.backend!, d.effects);
+        if (shown !== undefined) {
+          // SHOW of a custom setting the client never set (custom-settings.ts): a stand-in fails in its place.
+          const edits = d.kind === 'rewrite' ? d.edits : [];
+          const at = (i: number) => edits.reduce((index, layer) => indexAfter(index, layer), i);
+          const sent = d.kind === 'rewrite' ? d.sql : sql;
+          this.backend.toUpstream.write(this.inClientText(buildQuery(sent.slice(0, at(shown.start)) + standIn(shown.error) + sent.slice(at(shown.end)))));
+          p.refusal = this.inClientText(buildErrorResponse(shown.error));
+        } else if (d.kind === 'allow') {
+          this.backend.toUpstream.add(frame);
+        } else {
+          this.backend.toUpstream.write(this.inClientText(buildQuery(d.sql)));
+        }
         if (d.kind === 'rewrite') p.rewritten = { sent: d.sql, edits: d.edits };
         if (this.pooling !== undefined) {
           p.steps = d.effects?.map((effects) => ({ effects, text: sql }));

@@ -207,6 +207,8 @@ export function isChangeableReported(name: string, reported: ReadonlyMap<string,
 /** Settings as a client expects them and as a backend has them: what must change, and the SQL that does it. */
 export interface SettingsDiff {
   sql: string;
+  /** The settings it sets or resets. */
+  names: readonly string[];
   /** Sets the backend's other settings to the client's (the reported ones are told by Postgres itself). */
   apply(): void;
 }
@@ -238,6 +240,7 @@ export function settingsDiff(
   return {
     // One statement per line: a statement ending in a line comment cannot swallow the next.
     sql: statements.join('\n;\n'),
+    names: changes.map(([name]) => name),
     apply: () => {
       for (const [name, value] of changes) {
         if (value === undefined) backend.other.reset(name);

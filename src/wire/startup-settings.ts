@@ -13,6 +13,7 @@ import type { SessionPool } from '../upstream/session-pool.js';
 import { runOwnQuery, type UpstreamSession } from '../upstream/session.js';
 import { backendState } from './pooling.js';
 import { noteSettingName } from './state-check.js';
+import { isCustom } from './custom-settings.js';
 import { literal, setConfigValue, type SettingValue } from './session-settings.js';
 
 /** The start-up parameters of every pooled backend: none. */
@@ -131,6 +132,7 @@ async function apply(session: UpstreamSession, params: Readonly<Record<string, s
     }
     const lower = name.toLowerCase();
     noteSettingName(lower);
+    if (isCustom(lower)) backend.placeholders.add(lower);
     const v = setConfigValue(lower, value);
     other.set(lower, v);
     backend.other.set(lower, v);

@@ -195,3 +195,29 @@ describe("sequences: currval and lastval are the client's own", () => {
     expect(await failure(c, 'SELECT lastval()')).toEqual({ code: '55000', message: 'lastval is not yet defined in this session' });
   });
 });
+
+describe('custom settings another client set on the backend', () => {
+  it('do not exist for a client that never set them: SHOW is 42704, current_setting(…, true) NULL, as on a backend of its own', async () => {
+    const [a, b] = [await connect(), await connect()];
+    await b.query("SET myapp.x = 'b'");
+    await b.query("SELECT set_config('myapp.y', 'b', false)");
+    await b.query('BEGIN');
+    await b.query("SET LOCAL myapp.z = 'b'");
+    await b.query('ROLLBACK');
+    for (const name of ['myapp.x', 'myapp.y', 'myapp.z', 'repobase.backend_pid']) {
+      expect(await failure(a, `SHOW ${name}`)).toEqual({ code: '42704', message: `unrecognized configuration parameter "${name}"` });
+      expect(await failure(a, `SELECT current_setting('${name}')`)).toEqual({ code: '42704', message: `unrecognized configuration parameter "${name}"` });
+      expect(await value(a, `SELECT current_setting('${name}', true)`)).toBeNull();
+    }
+    // In a string, the statements before the SHOW run (and roll back with it), as in Postgres.
+    expect(await failure(a, "SELECT 1; SHOW myapp.x; SELECT 2")).toEqual({ code: '42704', message: 'unrecognized configuration parameter "myapp.x"' });
+    // b set them: they exist for it (myapp.z empty, as after its rolled-back SET LOCAL).
+    expect(await value(b, 'SHOW myapp.x')).toBe('b');
+    expect(await value(b, "SELECT current_setting('myapp.z', true)")).toBe('');
+    // Once a sets one, it exists for a too; RESET leaves it, empty.
+    await a.query("SET myapp.x = 'a'");
+    await a.query('RESET myapp.x');
+    expect(await value(a, 'SHOW myapp.x')).toBe('');
+    expect(await value(a, "SELECT current_setting('myapp.x', true)")).toBe('');
+  });
+});

@@ -25,12 +25,13 @@ describe('statements without session effects carry none', () => {
     'BEGIN',
     'COMMIT',
     'SET LOCAL statement_timeout = 1000',
-    "SELECT set_config('app.x', 'y', true)",
     'SET TRANSACTION ISOLATION LEVEL SERIALIZABLE',
     'CREATE TABLE "alice/sales".t2 (a int DEFAULT my_default())',
     'CREATE VIEW "alice/sales".v AS SELECT "alice/sales".f()',
     'DECLARE c CURSOR FOR SELECT 1',
     'UPDATE "alice/sales".t SET a = 1',
+    'SHOW TimeZone',
+    "SELECT current_setting('TimeZone')",
     // Dropped when its transaction ends: nothing to pin.
     'CREATE TEMP TABLE t (a int) ON COMMIT DROP',
     'CREATE TEMP TABLE t ON COMMIT DROP AS SELECT 1',
@@ -41,6 +42,12 @@ describe('statements without session effects carry none', () => {
 
 describe('settings', () => {
   test.each<[string, unknown[][]]>([
+    // A custom setting exists in the session once set, even locally (custom-settings.ts).
+    ["SELECT set_config('app.x', 'y', true)", one({ kind: 'defines', name: 'app.x' })],
+    ["SET LOCAL app.X = 'y'", one({ kind: 'defines', name: 'app.x' })],
+    ['SHOW app.x', one({ kind: 'show', name: 'app.x', start: 0, end: 10 })],
+    ["SELECT current_setting('app.x', true), current_setting($1)", one({ kind: 'reads_custom' })],
+    ["SELECT set_tenant('app.tenant', 'x')", one({ kind: 'call', name: 'set_tenant' }, { kind: 'names', names: ['app.tenant'] })],
     ["SET TIME ZONE 'Europe/Paris'", one({ kind: 'set_text', name: 'timezone' })],
     ['SET application_name = x', one({ kind: 'set_text', name: 'application_name' })],
     ['SET "App.X" TO 1', one({ kind: 'set_text', name: 'app.x' })],
