@@ -82,12 +82,12 @@ export async function writePage(db: Queryable, id: string, runner: number, first
   const res = await query<{ user_name: string; user_bytes: string }>(
     db,
     `WITH q AS (
-       UPDATE ${Q} SET rows_stored = $3 + $4, result_bytes = result_bytes + $6
+       UPDATE ${Q} SET rows_stored = $3::bigint + $4::int, result_bytes = result_bytes + $6::bigint
         WHERE id = $1 AND runner = $2 AND status = 'running' RETURNING user_name
      ), page AS (
-       INSERT INTO ${PAGES} (query_id, first_row, rows, data) SELECT $1, $3, $4, $5 FROM q
+       INSERT INTO ${PAGES} (query_id, first_row, rows, data) SELECT $1::uuid, $3::bigint, $4::int, $5::bytea FROM q
      )
-     SELECT q.user_name, (SELECT coalesce(sum(result_bytes), 0) FROM ${Q} WHERE user_name = q.user_name AND result_bytes > 0) + $6 AS user_bytes FROM q`,
+     SELECT q.user_name, (SELECT coalesce(sum(result_bytes), 0) FROM ${Q} WHERE user_name = q.user_name AND result_bytes > 0) + $6::bigint AS user_bytes FROM q`,
     [id, runner, firstRow, rows.length, data, data.length],
   );
   const row = res.rows[0];

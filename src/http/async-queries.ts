@@ -42,7 +42,7 @@ import { decide, type AuditSource, type Run } from './statement-decision.js';
 
 /** Heartbeat of the runs here, sweep for orphans and queued queries: this often. */
 const TICK_MS = 5_000;
-/** Results past their time and history past its days are deleted this often (and at start). */
+/** Results past their time and history past its days are deleted this often (and at start), or four times per asyncResultTtlMs when that is shorter. */
 const RETENTION_MS = 10 * 60 * 1000;
 /** How long a cancel waits for the statement to be gone before it answers anyway. */
 const CANCEL_WAIT_MS = 6_000;
@@ -125,7 +125,7 @@ export class AsyncQueries {
       queries.timers.push(timer);
     };
     every(TICK_MS, () => queries.tick());
-    every(RETENTION_MS, () => queries.retain());
+    every(Math.max(250, Math.min(RETENTION_MS, deps.config.asyncResultTtlMs / 4)), () => queries.retain());
     void queries.retain().catch((err: unknown) => queries.deps.log.warn({ err }, 'deleting old queries failed'));
     return queries;
   }
