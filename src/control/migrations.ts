@@ -300,6 +300,9 @@ const migrations: Migration[] = [
         -- while running: the process running it (src/control/query-records.ts) and its last sign of life
         runner bigint,
         heartbeat_at timestamptz,
+        -- its upstream backend while its statement runs: whoever finds the runner dead cancels it
+        backend_pid integer,
+        backend_key integer,
         rows_stored bigint NOT NULL DEFAULT 0,
         result_bytes bigint NOT NULL DEFAULT 0
       );

@@ -202,19 +202,27 @@ const INTERRUPTED: ErrorJson = {
 
 /**
  * Marks failed the running queries whose process is gone (its runner lock free, or its heartbeat
- * stale): every one when `scope` is empty, else `scope.id`'s, or `scope.user`'s. Returns how many.
- * (`pg_try_advisory_xact_lock` takes the lock only when nobody holds it, and only until this
- * statement's end: a live runner's lock is never taken.)
+ * stale): every one when `scope` is empty, else `scope.id`'s, or `scope.user`'s. Returns how
+ * many, and the upstream backends their statements were running on: nobody reads those any more,
+ * so the caller cancels them. (`pg_try_advisory_xact_lock` takes the lock only when nobody holds it, and
+ * only until this statement's end: a live runner's lock is never taken.)
  */
-export async function failOrphans(db: Queryable, scope: { id?: string; user?: string } = {}): Promise<number> {
-  const res = await query(
+export async function failOrphans(db: Queryable, scope: { id?: string; user?: string } = {}): Promise<{ failed: number; backends: { processId: number; secretKey: number }[] }> {
+  const res = await query<{ backend_pid: number | null; backend_key: number | null }>(
     db,
-    `UPDATE ${Q} SET status = 'failed', finished_at = now(), runner = NULL, error = $3
-      WHERE status = 'running' AND ($1::uuid IS NULL OR id = $1) AND ($2::text IS NULL OR user_name = $2)
-        AND (heartbeat_at < now() - make_interval(secs => ${STALE_SECONDS}) OR pg_try_advisory_xact_lock(${RUNNER_LOCK_CLASS}, runner::int))`,
+    `WITH orphans AS (
+       SELECT id, backend_pid, backend_key FROM ${Q}
+        WHERE status = 'running' AND ($1::uuid IS NULL OR id = $1) AND ($2::text IS NULL OR user_name = $2)
+          AND (heartbeat_at < now() - make_interval(secs => ${STALE_SECONDS}) OR pg_try_advisory_xact_lock(${RUNNER_LOCK_CLASS}, runner::int))
+        FOR UPDATE
+     )
+     UPDATE ${Q} q SET status = 'failed', finished_at = now(), runner = NULL, backend_pid = NULL, backend_key = NULL, error = $3
+       FROM orphans o WHERE q.id = o.id
+     RETURNING o.backend_pid, o.backend_key`,
     [scope.id ?? null, scope.user ?? null, JSON.stringify(INTERRUPTED)],
   );
-  return res.rowCount ?? 0;
+  const backends = res.rows.flatMap((r) => (r.backend_pid === null || r.backend_key === null ? [] : [{ processId: r.backend_pid, secretKey: r.backend_key }]));
+  return { failed: res.rows.length, backends };
 }
 
 /** Users with queued queries, oldest first: where a free slot may start one. */

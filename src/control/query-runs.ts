@@ -41,6 +41,15 @@ export async function setColumns(db: Queryable, id: string, runner: number, fiel
 }
 
 /**
+ * Records the upstream backend about to run the statement (its process id and cancel key), so
+ * that whoever finds the runner dead can cancel it; false when the query is no longer this runner's.
+ */
+export async function setBackend(db: Queryable, id: string, runner: number, backend: { processId: number; secretKey: number }): Promise<boolean> {
+  const res = await query(db, `UPDATE ${Q} SET backend_pid = $3, backend_key = $4 WHERE id = $1 AND runner = $2 AND status = 'running'`, [id, runner, backend.processId, backend.secretKey]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+/**
  * The runner's sign of life for the queries it runs; answers the status of each that is still
  * there (one cancelled elsewhere reads `cancelled`, one deleted is missing).
  */
@@ -71,7 +80,7 @@ export async function endRun(db: Queryable, id: string, runner: number, end: Run
   const ok = end.status === 'succeeded';
   const res = await query<{ status: QueryStatus }>(
     db,
-    `UPDATE ${Q} SET runner = NULL,
+    `UPDATE ${Q} SET runner = NULL, backend_pid = NULL, backend_key = NULL,
             status = CASE WHEN status = 'running' THEN $3 ELSE status END,
             finished_at = CASE WHEN status = 'running' THEN now() ELSE finished_at END,
             command = CASE WHEN status = 'running' THEN $4 ELSE command END,
@@ -88,7 +97,7 @@ export async function endRun(db: Queryable, id: string, runner: number, end: Run
 export async function abandonRuns(db: Queryable, runner: number, error: ErrorJson): Promise<void> {
   await query(
     db,
-    `UPDATE ${Q} SET runner = NULL,
+    `UPDATE ${Q} SET runner = NULL, backend_pid = NULL, backend_key = NULL,
             status = CASE WHEN status = 'running' THEN 'failed' ELSE status END,
             finished_at = CASE WHEN status = 'running' THEN now() ELSE finished_at END,
             error = CASE WHEN status = 'running' THEN $2::jsonb ELSE error END

@@ -37,6 +37,7 @@ import type { BackendBudget } from '../upstream/budget.js';
 import type { Cluster } from '../upstream/cluster.js';
 import { restSessionSettings } from '../upstream/role-pools.js';
 import { sessionPoolFor, type SessionPool } from '../upstream/session-pool.js';
+import { cancelUpstream } from '../upstream/session.js';
 import { runAsync, type RunDeps } from './async-run.js';
 import { decide, type AuditSource, type Run } from './statement-decision.js';
 
@@ -57,6 +58,8 @@ export interface AsyncQueriesDeps {
   sessionSettings: Readonly<Record<string, string>>;
   /** Where the runner channel connects (the cluster's admin connection settings). */
   adminConfig: pg.ClientConfig;
+  /** Where CancelRequests for upstream backends go. */
+  upstream: { host: string; port: number };
   config: Pick<Config, 'asyncMaxRunning' | 'asyncResultTtlMs' | 'asyncResultMaxBytes' | 'queryHistoryDays'>;
   log: Logger;
 }
@@ -99,7 +102,7 @@ export class AsyncQueries {
    * Async queries on `cluster`: their own upstream sessions (within the service's `budget` of
    * backends), each with the async statement timeout and a silence watch one second past it.
    */
-  static start(opts: { cluster: Pick<Cluster, 'roleConnection' | 'adminConfig'>; control: ControlPlane; policy: Policy; config: Config; log: Logger; budget?: BackendBudget }): Promise<AsyncQueries> {
+  static start(opts: { cluster: Pick<Cluster, 'roleConnection' | 'adminConfig' | 'host' | 'port'>; control: ControlPlane; policy: Policy; config: Config; log: Logger; budget?: BackendBudget }): Promise<AsyncQueries> {
     const { cluster, config, log } = opts;
     const sessions = sessionPoolFor(cluster, {
       maxPerRole: config.asyncMaxRunning,
@@ -112,7 +115,7 @@ export class AsyncQueries {
       log,
     });
     const sessionSettings = { ...restSessionSettings(config), statement_timeout: String(config.asyncStatementTimeoutMs), application_name: 'repobase-async' };
-    return AsyncQueries.open({ control: opts.control, policy: opts.policy, sessions, sessionSettings, adminConfig: cluster.adminConfig, config, log });
+    return AsyncQueries.open({ control: opts.control, policy: opts.policy, sessions, sessionSettings, adminConfig: cluster.adminConfig, upstream: { host: cluster.host, port: cluster.port }, config, log });
   }
 
   /** Opens the runner channel and starts the heartbeat, the sweeps and the retention. */
@@ -199,14 +202,14 @@ export class AsyncQueries {
   /** `owner`'s query `id`; one that was running on a process now gone reads failed. */
   async get(id: string, owner: QueryOwner): Promise<QueryRecord | undefined> {
     const record = await getQuery(this.admin, id, owner);
-    if (record?.status !== 'running' || this.local.has(id) || (await failOrphans(this.admin, { id })) === 0) return record;
+    if (record?.status !== 'running' || this.local.has(id) || (await this.failOrphans({ id })) === 0) return record;
     return getQuery(this.admin, id, owner);
   }
 
   /** `owner`'s queries, newest first (this process's history written first, so a client sees its own queries at once). */
   async list(owner: QueryOwner, filter: { status?: QueryStatus | undefined; limit: number }): Promise<QueryRecord[]> {
     await this.history.flush();
-    await failOrphans(this.admin, { user: owner.user });
+    await this.failOrphans({ user: owner.user });
     return listQueries(this.admin, owner, filter);
   }
 
@@ -242,6 +245,14 @@ export class AsyncQueries {
     }
   }
 
+  /** Marks failed the running queries (in `scope`) of processes that are gone, and cancels their statements in Postgres; returns how many. */
+  private async failOrphans(scope: { id?: string; user?: string }): Promise<number> {
+    const { failed, backends } = await failOrphans(this.admin, scope);
+    for (const backend of backends) void cancelUpstream({ ...this.deps.upstream, ...backend });
+    if (failed > 0) this.deps.log.warn({ failed }, 'async queries of a server that is gone marked failed');
+    return failed;
+  }
+
   /** Heartbeat of the runs here (and the cancels it finds), orphans of dead processes, and queued queries with a free slot. */
   private async tick(): Promise<void> {
     const runner = this.channel?.id;
@@ -253,7 +264,7 @@ export class AsyncQueries {
         if (status === undefined || status === 'cancelled' || status === 'failed') local.stop.cancel();
       }
     }
-    await failOrphans(this.admin);
+    await this.failOrphans({});
     for (const user of await usersWaiting(this.admin)) while (await this.claim(user));
   }
 

@@ -8,7 +8,7 @@
 import type { ControlPlane, Principal } from '../control/control-plane.js';
 import { dropResults, makeRoom, writePage } from '../control/query-pages.js';
 import type { ErrorJson, StoredColumn } from '../control/query-records.js';
-import { endRun, setColumns } from '../control/query-runs.js';
+import { endRun, setBackend, setColumns } from '../control/query-runs.js';
 import { errorInOriginal } from '../policy/index.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
@@ -107,6 +107,7 @@ async function execute(deps: RunDeps, req: RunRequest, run: Run): Promise<{ comm
   const session = sessions.takeIdle(user, sessionSettings) ?? (await sessions.acquire(user, sessionSettings));
   let statement: RunningStatement | undefined;
   try {
+    if (!(await setBackend(control.admin, req.id, req.runner, session))) return undefined;
     const started = await RunningStatement.start(session, run.sql, types, BATCH_ROWS, req.stop, run.settingFree);
     statement = started.statement;
     const pages = new PageWriter(deps, req);

@@ -185,10 +185,13 @@ describe('a 1,000,000-row result', () => {
   const csvRow = (g: number) => `${g},${amount(g)},row ${g},${g % 7 === 0 ? '' : g % 2 === 0 ? 't' : 'f'},${big(g)}\r\n`;
 
   beforeAll(async () => {
+    const began = Date.now();
     const sent = await submit(alice.key, sql);
     id = sent.body.id as string;
     const done = await settled(alice.key, id, 240_000);
     expect(done).toMatchObject({ status: 'succeeded', row_count: N, rows_stored: N });
+    const { rows } = await admin.query<{ pages: number; bytes: string }>('SELECT count(*)::int AS pages, sum(length(data)) AS bytes FROM _repobase.query_pages WHERE query_id = $1', [id]);
+    console.log(`${N.toLocaleString('en')} rows stored in ${((Date.now() - began) / 1000).toFixed(1)} s: ${rows[0]!.pages} pages, ${(Number(rows[0]!.bytes) / 1e6).toFixed(1)} MB compressed`);
   }, 300_000);
 
   it('pages through it in JSON with exact values', async () => {
