@@ -81,6 +81,8 @@ export async function endRun(db: Queryable, id: string, runner: number, end: Run
   const res = await query<{ status: QueryStatus }>(
     db,
     `UPDATE ${Q} SET runner = NULL, backend_pid = NULL, backend_key = NULL,
+            -- only a result that succeeded is kept (the caller deletes the pages of any other)
+            rows_stored = CASE WHEN status = 'running' AND $3 = 'succeeded' THEN rows_stored ELSE 0 END,
             status = CASE WHEN status = 'running' THEN $3 ELSE status END,
             finished_at = CASE WHEN status = 'running' THEN now() ELSE finished_at END,
             command = CASE WHEN status = 'running' THEN $4 ELSE command END,
