@@ -225,11 +225,14 @@ export async function failOrphans(db: Queryable, scope: { id?: string; user?: st
   return { failed: res.rows.length, backends };
 }
 
-/** Users with queued queries, oldest first: where a free slot may start one. */
-export async function usersWaiting(db: Queryable): Promise<string[]> {
+/** Users with queued queries and fewer than `maxRunning` running, longest waiting first: where a slot is free to start one. */
+export async function usersWaiting(db: Queryable, maxRunning: number): Promise<string[]> {
   const res = await query<{ user_name: string }>(
     db,
-    `SELECT user_name FROM ${Q} WHERE status = 'queued' GROUP BY user_name ORDER BY min(submitted_at) LIMIT 1000`,
+    `SELECT q.user_name FROM ${Q} q WHERE q.status = 'queued' GROUP BY q.user_name
+     HAVING (SELECT count(*) FROM ${Q} r WHERE r.user_name = q.user_name AND r.status = 'running') < $1
+     ORDER BY min(q.submitted_at) LIMIT 1000`,
+    [maxRunning],
   );
   return res.rows.map((r) => r.user_name);
 }

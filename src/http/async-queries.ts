@@ -146,7 +146,13 @@ export class AsyncQueries {
   /** Queues `queryString` of `principal` (decided as `run`) and starts it here if a slot is free. */
   async submit(principal: Principal, queryString: string, run: Run, source: AuditSource): Promise<QueryRecord> {
     const record = await insertQueued(this.admin, { user: principal.user, keyId: principal.keyId, queryString });
-    return (await this.claim(principal.user, { id: record.id, run, source })) ?? record;
+    try {
+      return (await this.claim(principal.user, { id: record.id, run, source })) ?? record;
+    } catch (err: unknown) {
+      // It is queued all the same: a sweep starts it once a claim goes through.
+      this.deps.log.warn({ err, query: record.id }, 'starting an async query failed; it stays queued');
+      return record;
+    }
   }
 
   /**
@@ -265,7 +271,7 @@ export class AsyncQueries {
       }
     }
     await this.failOrphans({});
-    for (const user of await usersWaiting(this.admin)) while (await this.claim(user));
+    for (const user of await usersWaiting(this.admin, this.deps.config.asyncMaxRunning)) while (await this.claim(user));
   }
 
   private async retain(): Promise<void> {
