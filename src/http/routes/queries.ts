@@ -58,7 +58,8 @@ export function queryJson(r: QueryRecord, resultTtlMs: number): string {
     command: r.command,
     rows_stored: r.rowsStored,
     result_expires_at: kept ? new Date(r.finishedAt!.getTime() + resultTtlMs).toISOString() : null,
-    error: r.error,
+    // jsonb keeps keys in an order of its own: written in the order of every error answer.
+    error: r.error && { code: r.error.code, message: r.error.message, detail: r.error.detail, hint: r.error.hint, position: r.error.position },
   };
   const text = JSON.stringify(info);
   return `${text.slice(0, -1)},"fields":${r.fields === null ? 'null' : fieldsJson(columnsOf(r.fields))}}`;
