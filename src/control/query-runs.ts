@@ -15,20 +15,19 @@ const Q = `${CONTROL_SCHEMA}.queries`;
 const CLAIM_LOCK_CLASS = 0x72626163;
 
 /**
- * Starts `user`'s oldest queued query (or `id`, when given and queued) for `runner`, if fewer than
- * `maxRunning` of theirs run: the query, now running, or undefined.
+ * Starts `user`'s oldest queued query for `runner`, if fewer than `maxRunning` of theirs run: the
+ * query, now running, or undefined.
  */
-export async function claimQueued(admin: pg.Pool, user: string, runner: number, maxRunning: number, id?: string): Promise<QueryRecord | undefined> {
+export async function claimQueued(admin: pg.Pool, user: string, runner: number, maxRunning: number): Promise<QueryRecord | undefined> {
   return inTransaction(admin, async (db) => {
     await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [CLAIM_LOCK_CLASS, user]);
     const running = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${Q} WHERE user_name = $1 AND status = 'running'`, [user]);
     if ((running.rows[0]?.n ?? 0) >= maxRunning) return undefined;
     const res = await db.query(
       `UPDATE ${Q} SET status = 'running', started_at = now(), heartbeat_at = now(), runner = $2
-        WHERE id = (SELECT id FROM ${Q} WHERE user_name = $1 AND status = 'queued' AND ($3::uuid IS NULL OR id = $3)
-                     ORDER BY submitted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+        WHERE id = (SELECT id FROM ${Q} WHERE user_name = $1 AND status = 'queued' ORDER BY submitted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
         RETURNING ${COLUMNS}`,
-      [user, runner, id ?? null],
+      [user, runner],
     );
     return res.rows[0] ? toRecord(res.rows[0]) : undefined;
   });

@@ -147,7 +147,9 @@ export class AsyncQueries {
   async submit(principal: Principal, queryString: string, run: Run, source: AuditSource): Promise<QueryRecord> {
     const record = await insertQueued(this.admin, { user: principal.user, keyId: principal.keyId, queryString });
     try {
-      return (await this.claim(principal.user, { id: record.id, run, source })) ?? record;
+      const started = await this.claim(principal.user, { id: record.id, run, source });
+      // An older query of the user's may have taken the slot (oldest first): this one waits.
+      return started?.id === record.id ? started : record;
     } catch (err: unknown) {
       // It is queued all the same: a sweep starts it once a claim goes through.
       this.deps.log.warn({ err, query: record.id }, 'starting an async query failed; it stays queued');
@@ -156,19 +158,21 @@ export class AsyncQueries {
   }
 
   /**
-   * Claims `user`'s next queued query (`first.id` when given) and starts it here; returns it,
-   * running, or undefined when none is queued or no slot is free.
+   * Claims `user`'s oldest queued query and starts it here; returns it, running, or undefined
+   * when none is queued or no slot is free. `submitted` is the query just sent, already decided:
+   * when it is the one claimed it runs as decided, any other is decided again.
    */
-  private async claim(user: string, first?: { id: string; run: Run; source: AuditSource }): Promise<QueryRecord | undefined> {
+  private async claim(user: string, submitted?: { id: string; run: Run; source: AuditSource }): Promise<QueryRecord | undefined> {
     const runner = this.channel?.id;
     if (runner === undefined || this.closed) return undefined;
-    const record = await claimQueued(this.admin, user, runner, this.deps.config.asyncMaxRunning, first?.id);
+    const record = await claimQueued(this.admin, user, runner, this.deps.config.asyncMaxRunning);
     if (!record) return undefined;
     const local: LocalRun = { stop: new CancelFlag(), done: Promise.resolve(), reason: undefined };
     this.local.set(record.id, local);
     const principal = { user: record.user, keyId: record.keyId };
-    const source: AuditSource = first?.source ?? { frontEnd: 'rest', source: null, requestId: null };
-    local.done = this.start(record, principal, first?.run, source, runner, local).finally(() => {
+    const mine = submitted?.id === record.id ? submitted : undefined;
+    const source: AuditSource = mine?.source ?? { frontEnd: 'rest', source: null, requestId: null };
+    local.done = this.start(record, principal, mine?.run, source, runner, local).finally(() => {
       this.local.delete(record.id);
       // Its slot is free: the user's next query, if one waits.
       if (!this.closed) void this.claim(user).catch((err: unknown) => this.deps.log.warn({ err }, 'starting a queued query failed'));
