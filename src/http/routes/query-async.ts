@@ -8,7 +8,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../../control/control-plane.js';
 import { insertDone, type QueryRecord } from '../../control/query-records.js';
-import { PgError } from '../../shared/errors.js';
+import { PgError, SqlState } from '../../shared/errors.js';
 import { shownError } from '../errors.js';
 import type { Recording } from '../query-recording.js';
 import { CONTENT_TYPES, negotiateFormat } from '../result-formats.js';
@@ -30,6 +30,17 @@ function storedError(r: QueryRecord): PgError {
 
 /** Submits the query of `body` and answers 202 (or, with `wait_ms`, as without async if it ended in time). */
 export async function answerAsync(deps: QueryDeps, req: FastifyRequest, body: QueryBody, reply: FastifyReply, principal: Principal, entry: Recording | undefined): Promise<FastifyReply> {
+  try {
+    if (body.async !== true) throw new PgError(SqlState.InvalidParameterValue, '"wait_ms" is for async queries', { hint: 'send "async": true with it' });
+    return await submitted(deps, req, body, reply, principal, entry);
+  } catch (err: unknown) {
+    // A failure before the query was queued (a denial, a syntax error) is the request's history entry.
+    entry?.failed(err, false, req.id);
+    throw err;
+  }
+}
+
+async function submitted(deps: QueryDeps, req: FastifyRequest, body: QueryBody, reply: FastifyReply, principal: Principal, entry: Recording | undefined): Promise<FastifyReply> {
   const { query_string: queryString, wait_ms: waitMs } = body;
   const owner = ownerOf(principal);
   const decided = await decide(deps, principal, queryString, req);

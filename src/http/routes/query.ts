@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
@@ -169,29 +169,6 @@ function chunked({ deps, principal, queryString, format, reply, session, started
   return body;
 }
 
-/** The answer to a `POST /query/` without async: the statement's rows as they come. */
-async function answer(deps: QueryDeps, req: FastifyRequest, queryString: string, reply: FastifyReply, principal: Principal, stop: CancelFlag, entry: Recording | undefined): Promise<FastifyReply> {
-  const format = negotiateFormat(req.headers.accept);
-  const decided = decide(deps, principal, queryString, req);
-  const next = decided instanceof Promise ? await decided : decided;
-  // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
-  reply.type(CONTENT_TYPES[format]);
-  if ('done' in next) {
-    entry?.succeeded(next.done, null);
-    const writer = createWriter(format, queryString, []);
-    return reply.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
-  }
-  req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
-  if (stop.cancelled) throw canceled();
-  try {
-    return reply.send(await stream(deps, principal, next, queryString, format, reply, stop, entry));
-  } catch (err: unknown) {
-    // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
-    if (next.edits === undefined || !(err instanceof PgError) || err.position === undefined) throw err;
-    throw tagOrigin(errorInOriginal(err, next.sql, queryString, next.edits), originOf(err) ?? 'upstream');
-  }
-}
-
 /**
  * The flag that ends the request's statement: raised when the client goes away before the
  * answer is complete (a browser's fetch abort closes the connection), or by a cancel of its
@@ -225,16 +202,32 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
     async (req, reply) => {
       const principal = principalOf(req);
       const queryString = req.body.query_string;
-      const submittedAt = Date.now();
-      const entry = deps.queries.recordsHistory ? new Recording(deps.queries.history, principal, queryString, submittedAt) : undefined;
+      const entry = deps.queries.recordsHistory ? new Recording(deps.queries.history, principal, queryString, Date.now()) : undefined;
+      if (req.body.async === true || req.body.wait_ms !== undefined) return answerAsync(deps, req, req.body, reply, principal, entry);
       const stop = requestStop(deps, principal, req.headers['x-query-id'], reply);
+      let next: Run | { done: string } | undefined;
       try {
-        if (req.body.async === true) return await answerAsync(deps, req, req.body, reply, principal, entry);
-        if (req.body.wait_ms !== undefined) throw new PgError(SqlState.InvalidParameterValue, '"wait_ms" is for async queries', { hint: 'send "async": true with it' });
-        return await answer(deps, req, queryString, reply, principal, stop, entry);
+        const format = negotiateFormat(req.headers.accept);
+        const decided = decide(deps, principal, queryString, req);
+        next = decided instanceof Promise ? await decided : decided;
+        // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
+        const raw: FastifyReply = reply;
+        raw.type(CONTENT_TYPES[format]);
+        if ('done' in next) {
+          entry?.succeeded(next.done, null);
+          const writer = createWriter(format, queryString, []);
+          return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
+        }
+        req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
+        if (stop.cancelled) throw canceled();
+        return raw.send(await stream(deps, principal, next, queryString, format, raw, stop, entry));
       } catch (err: unknown) {
-        entry?.failed(err, stop.cancelled, req.id);
-        throw err;
+        // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
+        const run = next !== undefined && !('done' in next) ? next : undefined;
+        const shown =
+          run?.edits !== undefined && err instanceof PgError && err.position !== undefined ? tagOrigin(errorInOriginal(err, run.sql, queryString, run.edits), originOf(err) ?? 'upstream') : err;
+        entry?.failed(shown, stop.cancelled, req.id);
+        throw shown;
       }
     },
   );
