@@ -15,7 +15,6 @@ import { query, type Queryable } from './db.js';
 import { CONTROL_SCHEMA } from './migrations.js';
 
 export type QueryStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
-export const QUERY_STATUSES: readonly QueryStatus[] = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
 
 /** Whose queries a request may see: the user's, or (`keyId` set) only those one key ran. */
 export interface QueryOwner {
@@ -65,7 +64,7 @@ export interface QueryRecord {
 /** The advisory lock class of runners ("rbaq"): (class, runner id) is held by the live process. */
 export const RUNNER_LOCK_CLASS = 0x72626171;
 /** A running query whose heartbeat is older than this lost its process. */
-export const STALE_SECONDS = 60;
+const STALE_SECONDS = 60;
 
 const Q = `${CONTROL_SCHEMA}.queries`;
 const PAGES = `${CONTROL_SCHEMA}.query_pages`;
@@ -90,9 +89,11 @@ interface Row {
   runner: string | null;
 }
 
+/** The columns of a query's row that make a QueryRecord (toRecord). */
 export const COLUMNS = `id, user_name, key_id, async, query_string, query_truncated, status, submitted_at, started_at, finished_at,
   row_count, command, fields, error, rows_stored, result_bytes, runner`;
 
+/** A row of `COLUMNS` as a QueryRecord. */
 export function toRecord(r: Row): QueryRecord {
   return {
     id: r.id,
