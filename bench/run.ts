@@ -16,6 +16,7 @@ import { errorCount, fmt } from './lib/stats.js';
 import { catalogLines, runCatalog, type CatalogResult } from './scenarios/catalog.js';
 import { runConnections, type ConnectionsResult } from './scenarios/connections.js';
 import { AT_RATE_SHARE, runRest, runRestOwnCores, type RestOwnCoresResult, type RestResult } from './scenarios/rest.js';
+import { restAsyncLines, runRestAsync, type RestAsyncResult } from './scenarios/rest-async.js';
 import { runSoak, SOAK_MAX_RSS_CHANGE_PCT, type SoakResult } from './scenarios/soak.js';
 import { BARE_RELAY, SESSION_MODE, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
 import { runUpload, type UploadResult } from './scenarios/upload.js';
@@ -221,6 +222,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     wire?: WireResult[];
     wireOwnCores?: OwnCoresResult | string;
     rest?: RestResult;
+    restAsync?: RestAsyncResult | string;
     restOwnCores?: RestOwnCoresResult | string;
     policy?: Awaited<ReturnType<typeof policyBench>>;
     catalog?: CatalogResult | string;
@@ -262,7 +264,10 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     if (await starting('wire-own-cores')) {
       results.wireOwnCores = await runWireOwnCores(env, { rounds: settings.rounds, seconds: settings.seconds, clients: 8, scenarios: quick ? 1 : undefined }, log, ref);
     }
-    if (await starting('rest')) results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
+    if (await starting('rest')) {
+      results.rest = await runRest(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
+      results.restAsync = await runRestAsync(env, { rounds: settings.rounds, queries: quick ? 20 : 200, rows: quick ? 100_000 : 1_000_000 }, log).catch((err: unknown) => `REST async failed: ${(err as Error).message}`);
+    }
     if (await starting('rest-own-cores')) results.restOwnCores = await runRestOwnCores(env, { rounds: settings.rounds, seconds: settings.restSeconds, warmupSeconds: settings.restWarmupSeconds }, log, ref);
     if (await starting('policy')) results.policy = await policyBench();
     if (await starting('catalog')) {
@@ -385,6 +390,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
           '',
         ]
       : []),
+    ...(typeof results.restAsync === 'object' ? [...restAsyncLines(results.restAsync, fmt), ''] : [`REST async: ${results.restAsync ?? 'not run'}`, '']),
     ...(restOwn
       ? [
           `Routes on cores of their own: autocannon and Postgres on CPU ${restOwn.loadCpus.join(',')}, each route (${restOwn.processes} process${restOwn.processes > 1 ? 'es' : ''}) on CPU ${restOwn.proxyCpus.join(',')}.`,

@@ -3,6 +3,7 @@
  */
 import { ControlPlane } from './control/control-plane.js';
 import { buildApp } from './http/app.js';
+import { AsyncQueries } from './http/async-queries.js';
 import type { ServerResponse } from 'node:http';
 import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
@@ -87,8 +88,10 @@ export async function startService(config: Config, log: Logger, options: Service
     // A REST statement ends by statementTimeoutMs upstream; silent a second past it, the network is taken as gone.
     const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, budget, metricsName: 'rest', silenceMs: config.statementTimeoutMs + 1_000, log });
     cleanup.push(async () => sessions.close());
+    const queries = await AsyncQueries.start({ cluster, control, policy, config, log, budget });
+    cleanup.push(() => queries.close());
     let draining = false;
-    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, queries, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
     // Requests in flight, for the drain: a count and one listener function shared by all. A Set
     // of the responses (a long-lived table pointing at every request's objects) made each
     // request's objects outlive the young generation: 1–2 KB more promoted per REST request,

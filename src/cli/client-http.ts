@@ -2,6 +2,7 @@
  * The CLI's side of the REST API: where the server is, which key to send, and the server's
  * errors turned back into PgErrors (so they print as `ERROR <SQLSTATE>: message`).
  */
+import type { Command } from 'commander';
 import { PgError, SqlState } from '../shared/errors.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -10,6 +11,13 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080';
 export interface ClientOptions {
   key?: string;
   url?: string;
+}
+
+/** `-k/--key` and `--url` on a client command. */
+export function withClientOptions(cmd: Command): Command {
+  return cmd
+    .option('-k, --key <key>', 'API key (default: $REPOBASE_API_KEY)')
+    .option('--url <url>', 'repobase server (default: $REPOBASE_URL or http://127.0.0.1:8080)');
 }
 
 export interface Client {

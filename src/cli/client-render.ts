@@ -6,6 +6,7 @@
  * an empty cell (in CSV unquoted, while an empty string is `""`), booleans as true/false, arrays
  * and json values as their JSON text. `--format json` writes the API's own JSON answer.
  */
+import { Option } from 'commander';
 import { csvField } from '../upstream/query-encode.js';
 import { formatTable } from './table.js';
 
@@ -47,6 +48,18 @@ export function cellText(json: string): string | null {
 }
 
 export type CliFormat = 'table' | 'csv' | 'json';
+
+const FORMATS: readonly CliFormat[] = ['table', 'csv', 'json'];
+
+/** `--format table|csv|json`. */
+export function formatOption(defaultFormat: string): Option {
+  return new Option('--format <format>', `output format (default: ${defaultFormat})`).choices(FORMATS);
+}
+
+/** Rows as a table on a terminal, CSV otherwise: pipes and files get data, not decoration. */
+export function defaultFormat(): CliFormat {
+  return process.stdout.isTTY ? 'table' : 'csv';
+}
 
 export interface Head {
   query_string: string;

@@ -4,26 +4,14 @@
  * and CSV otherwise (pipes and files get data, not decoration); `--format` overrides.
  */
 import { readFile } from 'node:fs/promises';
-import { Command, Option } from 'commander';
-import { PgError, SqlState } from '../shared/errors.js';
+import { Command } from 'commander';
 import { csvField } from '../upstream/query-encode.js';
-import { createClient, fromJson, lines, type ClientOptions } from './client-http.js';
-import { createRenderer, type CliFormat, type Head, type Tail } from './client-render.js';
+import { writeAnswer } from './client-answer.js';
+import { createClient, withClientOptions, type ClientOptions } from './client-http.js';
+import { queryCommands, submitAsync } from './client-queries.js';
+import { defaultFormat, formatOption, type CliFormat } from './client-render.js';
 import { UsageError, type CliContext } from './context.js';
 import { formatTable } from './table.js';
-
-const FORMATS: readonly CliFormat[] = ['table', 'csv', 'json'];
-
-/** `-k/--key` and `--url` on a client command. */
-export function withClientOptions(cmd: Command): Command {
-  return cmd
-    .option('-k, --key <key>', 'API key (default: $REPOBASE_API_KEY)')
-    .option('--url <url>', 'repobase server (default: $REPOBASE_URL or http://127.0.0.1:8080)');
-}
-
-function formatOption(defaultFormat: string): Option {
-  return new Option('--format <format>', `output format (default: ${defaultFormat})`).choices(FORMATS);
-}
 
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) throw new UsageError('no SQL: give it as an argument, with -f FILE, or on standard input');
@@ -46,24 +34,7 @@ async function sqlOf(arg: string | undefined, file: string | undefined): Promise
 /** Runs `sql` and writes its answer as it streams in; a server error is thrown (exit 1). */
 export async function runQuery(ctx: CliContext, opts: ClientOptions, sql: string, format: CliFormat): Promise<void> {
   const res = await createClient(ctx, opts).request('POST', '/query/', { query_string: sql }, 'application/x-ndjson');
-  let renderer: ReturnType<typeof createRenderer> | undefined;
-  for await (const line of lines(res)) {
-    if (!line) continue;
-    if (!renderer) {
-      renderer = createRenderer(format, JSON.parse(line) as Head, line, ctx.out, ctx.err);
-    } else if (line.startsWith('[')) {
-      renderer.row(line);
-    } else {
-      const last = JSON.parse(line) as Tail & { error?: Record<string, unknown> };
-      if (last.error) {
-        renderer.fail(JSON.stringify(last.error));
-        throw fromJson(last.error);
-      }
-      renderer.end(last);
-      return;
-    }
-  }
-  throw new PgError(SqlState.ConnectionFailure, 'the answer ended before it was complete');
+  await writeAnswer(ctx, res, format);
 }
 
 interface RepoJson {
@@ -87,10 +58,12 @@ export function clientCommands(ctx: CliContext): Command[] {
       .description('run one SQL statement through the REST API')
       .argument('[sql]', 'the statement (or -f FILE, or standard input)')
       .option('-f, --file <file>', 'read the statement from a file (- for standard input)')
+      .option('--async', 'run it in the background and print its id (see queries, query-result, query-cancel)')
       .addOption(formatOption('table on a terminal, csv otherwise')),
-  ).action(async (sql: string | undefined, opts: ClientOptions & { file?: string; format?: CliFormat }) => {
-    const format = opts.format ?? (process.stdout.isTTY ? 'table' : 'csv');
-    await runQuery(ctx, opts, await sqlOf(sql, opts.file), format);
+  ).action(async (sql: string | undefined, opts: ClientOptions & { file?: string; format?: CliFormat; async?: boolean }) => {
+    const text = await sqlOf(sql, opts.file);
+    if (opts.async) return submitAsync(ctx, opts, text);
+    await runQuery(ctx, opts, text, opts.format ?? defaultFormat());
   });
 
   const repos = withClientOptions(new Command('repos').description('list your repos').addOption(formatOption('table'))).action(
@@ -104,5 +77,5 @@ export function clientCommands(ctx: CliContext): Command[] {
       else ctx.out(formatTable(headers, rows));
     },
   );
-  return [query, repos];
+  return [query, repos, ...queryCommands(ctx)];
 }

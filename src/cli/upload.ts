@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 import { Command, Option } from 'commander';
 import { PgError, SqlState } from '../shared/errors.js';
 import { clientKey, createClient, DEFAULT_URL, fromJson, type ClientOptions } from './client-http.js';
-import { withClientOptions } from './client.js';
+import { withClientOptions } from './client-http.js';
 import { UsageError, type CliContext } from './context.js';
 import { formatTable } from './table.js';
 

@@ -276,7 +276,55 @@ const migrations: Migration[] = [
     // Their value lists name every tenant's objects (src/policy/catalog-views.ts).
     sql: () => catalogStatsSql(),
   },
-  // Versions 12 and 13 are taken by work landing separately (scoped keys, query history).
+  {
+    version: 13,
+    name: 'async queries, their results, and the query history',
+    // Any instance answers for any query; results are written while the statement runs (src/control/query-records.ts, query-pages.ts).
+    sql: () => `
+      CREATE TABLE ${CONTROL_SCHEMA}.queries (
+        id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+        user_name text NOT NULL REFERENCES ${CONTROL_SCHEMA}.users(name) ON DELETE CASCADE,
+        -- the API key (its public id) or console session that sent it: a scoped key sees its own only
+        key_id text NOT NULL,
+        async boolean NOT NULL,
+        query_string text NOT NULL,
+        query_truncated boolean NOT NULL DEFAULT false,
+        status text NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+        submitted_at timestamptz NOT NULL DEFAULT now(),
+        started_at timestamptz,
+        finished_at timestamptz,
+        row_count bigint,
+        command text,
+        -- [{name, type, encoding}] in column order
+        fields jsonb,
+        error jsonb,
+        -- while running: the process running it (src/control/query-records.ts) and its last sign of life
+        runner bigint,
+        heartbeat_at timestamptz,
+        -- its upstream backend while its statement runs: whoever finds the runner dead cancels it
+        backend_pid integer,
+        backend_key integer,
+        rows_stored bigint NOT NULL DEFAULT 0,
+        result_bytes bigint NOT NULL DEFAULT 0
+      );
+      CREATE INDEX ON ${CONTROL_SCHEMA}.queries (user_name, submitted_at DESC);
+      -- The retention's: rows come in time order, so a BRIN index finds old ones at almost no cost per insert.
+      CREATE INDEX ON ${CONTROL_SCHEMA}.queries USING brin (submitted_at);
+      CREATE INDEX ON ${CONTROL_SCHEMA}.queries (status, submitted_at) WHERE status IN ('queued', 'running');
+      CREATE INDEX ON ${CONTROL_SCHEMA}.queries (user_name, finished_at) WHERE result_bytes > 0;
+
+      -- Results, written while their statement runs: pages of rows, compressed. Unlogged: a result
+      -- is a cache of its statement (no WAL for it); a crash of Postgres empties the table, and a
+      -- result lost so says so when read.
+      CREATE UNLOGGED TABLE ${CONTROL_SCHEMA}.query_pages (
+        query_id uuid NOT NULL REFERENCES ${CONTROL_SCHEMA}.queries(id) ON DELETE CASCADE,
+        first_row bigint NOT NULL,
+        rows integer NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (query_id, first_row)
+      );
+    `,
+  },
   {
     version: 14,
     name: "stand-ins that answer for a pooled wire client's own session",

@@ -16,6 +16,7 @@ import { connectionRoutes } from './routes/connection.js';
 import { repoRoutes } from './routes/repos.js';
 import { keyRoutes } from './routes/keys.js';
 import { queryRoutes, type QueryDeps } from './routes/query.js';
+import { queriesRoutes } from './routes/queries.js';
 import { importRoutes } from './routes/import.js';
 import { eventRoutes } from './routes/events.js';
 import { usageRoutes } from './routes/usage.js';
@@ -23,7 +24,7 @@ import { RunningQueries, type QueryCancelPeers } from './running-queries.js';
 import { ErrorBody } from './schemas.js';
 import type { RolePools } from '../upstream/role-pools.js';
 
-export interface ApiDeps extends Omit<QueryDeps, 'maxRows' | 'running'> {
+export interface ApiDeps extends Omit<QueryDeps, 'maxRows' | 'running' | 'resultTtlMs'> {
   /** The other worker processes, which may run the query a `POST /query/<id>/cancel` names. */
   queryCancelPeers?: QueryCancelPeers | undefined;
   /** pg pools per role: uploads stream COPY through them. */
@@ -41,6 +42,7 @@ export interface ApiDeps extends Omit<QueryDeps, 'maxRows' | 'running'> {
     | 'publicPgPort'
     | 'serviceDatabase'
     | 'host'
+    | 'asyncResultTtlMs'
   >;
   /** The port the wire front end listens on, for `GET /connection`. */
   wirePort: number;
@@ -75,9 +77,11 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   await app.register(repoRoutes, { control: deps.control });
   await app.register(keyRoutes, { control: deps.control });
   await app.register(usageRoutes, { control: deps.control });
-  const { control, policy, pools, types, sessions, sessionSettings } = deps;
+  const { control, policy, pools, types, sessions, sessionSettings, queries } = deps;
   const running = new RunningQueries(deps.queryCancelPeers);
-  await app.register(queryRoutes, { control, policy, sessions, sessionSettings, types, maxRows: deps.config.maxResultRows, running });
+  const resultTtlMs = deps.config.asyncResultTtlMs;
+  await app.register(queryRoutes, { control, policy, sessions, sessionSettings, types, maxRows: deps.config.maxResultRows, running, queries, resultTtlMs });
+  await app.register(queriesRoutes, { queries, resultTtlMs });
   await app.register(importRoutes, { control, pools, config: deps.config });
   // Counted by the rate limit once, when opened: the stream is one request however long it lasts.
   await app.register(eventRoutes, { control });

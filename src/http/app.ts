@@ -22,6 +22,7 @@ import { TypeCatalog } from '../upstream/query-types.js';
 import { restSessionSettings, type RolePools } from '../upstream/role-pools.js';
 import type { SessionPool } from '../upstream/session-pool.js';
 import { api } from './api.js';
+import type { AsyncQueries } from './async-queries.js';
 import { CONSOLE_DIR, consolePages, registerConsole } from './console.js';
 import { installErrorHandling } from './errors.js';
 import type { QueryCancelPeers } from './running-queries.js';
@@ -39,6 +40,8 @@ export interface AppDeps {
   pools: RolePools;
   /** Raw upstream sessions for `POST /query/` (see upstream/query-run.ts). */
   sessions: SessionPool;
+  /** Async queries and the query history (`POST /query/` with async, `/queries/`). */
+  queries: AsyncQueries;
   /** The port the wire front end listens on, shown by `GET /connection`; default: config `pgPort`. */
   wirePort?: number;
   /** The built web console; default: `dist/web` of the package. */
@@ -103,6 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     policy: deps.policy,
     pools: deps.pools,
     sessions: deps.sessions,
+    queries: deps.queries,
     sessionSettings: restSessionSettings(deps.config),
     types: new TypeCatalog(deps.control.admin),
     wirePort: deps.wirePort ?? deps.config.pgPort,

@@ -124,6 +124,15 @@ export function queryStringOf(req: FastifyRequest): string | undefined {
   return typeof body?.query_string === 'string' ? body.query_string : undefined;
 }
 
+/**
+ * What a client may see of `err` (without logging it): its own PgError, or `XX000 internal error`
+ * for anything else and for repobase's own XX000s (an upstream's keeps its message).
+ */
+export function shownError(err: unknown, detail?: string): PgError {
+  if (err instanceof PgError && (statusForSqlState(err.code) !== 500 || err.fromUpstream)) return err;
+  return new PgError(SqlState.InternalError, 'internal error', { detail });
+}
+
 /** What a client sees of `err`, and the status; non-PgErrors become XX000 and are logged here. */
 export function publicError(err: unknown, req: FastifyRequest): { status: number; error: PgError } {
   const pgErr =

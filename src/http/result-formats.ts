@@ -110,7 +110,7 @@ export function createWriter(format: ResultFormat, queryString: string, columns:
  * would put names that look like array indexes, `"1"`, ahead of the others, out of line with the
  * rows' values.) Names are unique (row-descriptions.ts uniqueNames).
  */
-function fieldsJson(columns: readonly Column[]): string {
+export function fieldsJson(columns: readonly Column[]): string {
   let out = '{';
   for (let i = 0; i < columns.length; i++) out += (i ? ',' : '') + JSON.stringify(columns[i]!.name) + ':' + JSON.stringify(columns[i]!.type.name);
   return out + '}';

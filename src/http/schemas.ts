@@ -152,6 +152,12 @@ export const KeyParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]{12}
 
 export const QueryRequest = Type.Object({
   query_string: Type.String({ description: 'one SQL statement' }),
+  async: Type.Optional(
+    Type.Boolean({ description: 'run it in the background: the answer is 202 with the query\'s id at once, its result kept to be read from GET /queries/<id>/result' }),
+  ),
+  wait_ms: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 50_000, description: 'with async: wait up to this long first, and answer as without async if the query ended by then' }),
+  ),
 });
 
 export const QueryResult = Type.Object({
@@ -190,3 +196,58 @@ export const SchemaEvent = Type.Object(
   { description: 'one schema change: the data line of an "event: schema" message' },
 );
 export type SchemaEvent = Static<typeof SchemaEvent>;
+
+export const QueryStatus = Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')], {
+  description: 'queued (waiting for a free slot of your asyncMaxRunning), running, succeeded, failed, cancelled',
+});
+
+/** The answer to `POST /query/` with `"async": true`. */
+export const QueryAccepted = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    status: QueryStatus,
+    query_string: Type.String(),
+    submitted_at: Type.String({ format: 'date-time' }),
+    status_url: Type.String({ description: 'where to poll it: /api/v1beta/queries/<id> (also the Location header)' }),
+  },
+  { $id: 'QueryAccepted' },
+);
+export type QueryAccepted = Static<typeof QueryAccepted>;
+
+/** One query: async, or a `POST /query/` of the history. */
+export const QueryInfo = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    status: QueryStatus,
+    async: Type.Boolean({ description: 'false for a POST /query/ without async: listed in the history, its result not kept' }),
+    query_string: Type.String(),
+    query_truncated: Type.Boolean({ description: 'true when the history kept only the first 65,536 characters of a longer statement' }),
+    submitted_at: Type.String({ format: 'date-time' }),
+    started_at: Nullable(Type.String({ format: 'date-time' })),
+    finished_at: Nullable(Type.String({ format: 'date-time' })),
+    row_count: Nullable(Type.Integer({ description: 'count of the command tag, once it ended' })),
+    command: Nullable(Type.String({ description: 'command tag: SELECT, INSERT, CREATE TABLE…' })),
+    rows_stored: Type.Integer({ description: 'rows of the result stored so far (readable already while it runs)' }),
+    result_expires_at: Nullable(Type.String({ format: 'date-time', description: 'when its stored result will be deleted; null when none is kept' })),
+    fields: Nullable(
+      Type.Record(Type.String(), Type.String(), { description: 'the result\'s columns as in POST /query/, once the statement described them' }),
+    ),
+    error: Nullable(ErrorBody.properties.error),
+  },
+  { $id: 'QueryInfo' },
+);
+export type QueryInfo = Static<typeof QueryInfo>;
+export const QueryList = Type.Object({ queries: Type.Array(QueryInfo) });
+export type QueryList = Static<typeof QueryList>;
+
+export const QueryListQuery = Type.Object({
+  status: Type.Optional(QueryStatus),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'at most this many, newest first' })),
+});
+
+export const QueryUuidParams = Type.Object({ id: Type.String({ maxLength: 100, description: 'the id POST /query/ with async answered, or one from GET /queries/' }) });
+
+export const ResultQuery = Type.Object({
+  offset: Type.Optional(Type.Integer({ minimum: 0, description: 'the first row to answer, 0-based (default 0)' })),
+  limit: Type.Optional(Type.Integer({ minimum: 0, description: 'rows to answer at most (default: to the end)' })),
+});

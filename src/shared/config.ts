@@ -86,6 +86,16 @@ export const ConfigSchema = Type.Object({
     minimum: 0,
     description: 'audit log rows older than this many days are deleted (at start and hourly); 0 = kept forever',
   }),
+  asyncStatementTimeoutMs: Positive('statement timeout of async queries (POST /query/ with "async": true), in milliseconds'),
+  asyncMaxRunning: Positive('async queries one user may have running at once on the whole service; later ones wait, queued'),
+  asyncResultTtlMs: Positive('the result of an async query is kept this many milliseconds after the query ends, then deleted'),
+  asyncResultMaxBytes: Positive(
+    "stored bytes (compressed) of one user's async results; past it the oldest finished results are deleted, and a result that does not fit even so fails with 53400",
+  ),
+  queryHistoryDays: Type.Integer({
+    minimum: 0,
+    description: 'queries (POST /query/, async or not) are listed in GET /queries/ for this many days, then deleted; 0 = only async queries are recorded, each kept as long as its result',
+  }),
   cookieSecure: Type.Boolean({
     description: 'mark the console session cookie Secure (and accept an https Origin) even when requests arrive over plain HTTP, as behind a TLS-terminating proxy',
   }),

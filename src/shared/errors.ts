@@ -35,6 +35,7 @@ export const SqlState = {
   ProgramLimitExceeded: '54000',
   StatementTooComplex: '54001',
   TooManyConnections: '53300',
+  ConfigurationLimitExceeded: '53400',
   ObjectNotInPrerequisiteState: '55000',
   CannotConnectNow: '57P03',
   QueryCanceled: '57014',

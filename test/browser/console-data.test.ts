@@ -179,7 +179,7 @@ describe('the console with data', () => {
     const editor = page.getByRole('textbox', { name: 'SQL' });
     await editor.click();
     await page.keyboard.type('SELECT 1 FROM WHERE');
-    await page.getByRole('button', { name: 'Run' }).click();
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('42601');
     await expect.poll(() => page.locator('.cm-sql-error').count()).toBeGreaterThan(0);
     expect(await page.locator('.cm-sql-error').first().textContent()).toBe('W');
@@ -194,11 +194,11 @@ describe('the console with data', () => {
 
     await page.keyboard.press('Control+a');
     await page.keyboard.type('SELECT pg_sleep(30)');
-    await page.getByRole('button', { name: 'Run' }).click();
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
     const sleeping = async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND query LIKE '%SELECT pg_sleep(30)' AND state = 'active'`, [user])).rows[0]!.n;
     await expect.poll(sleeping).toBe(1);
     const start = Date.now();
-    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
     await expect.poll(sleeping, { timeout: 1000, interval: 50 }).toBe(0);
     expect(Date.now() - start).toBeLessThan(1000);
   });

@@ -8,6 +8,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { ControlPlane } from '../../src/control/control-plane.js';
 import { buildApp } from '../../src/http/app.js';
+import { AsyncQueries } from '../../src/http/async-queries.js';
 import { createPolicy } from '../../src/policy/index.js';
 import type { Config } from '../../src/shared/config.js';
 import { createLogger, type Logger } from '../../src/shared/logger.js';
@@ -63,7 +64,8 @@ export async function startRest(opts: { config?: Record<string, unknown>; captur
   const upstream = { ...cluster, ...opts.cluster };
   const pools = new RolePools({ cluster: upstream, config, log });
   const sessions = sessionPoolFor(upstream, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
-  const app = await buildApp({ config, control, log, policy, pools, sessions });
+  const queries = await AsyncQueries.start({ cluster: upstream, control, policy, config, log });
+  const app = await buildApp({ config, control, log, policy, pools, sessions, queries });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -101,6 +103,7 @@ export async function startRest(opts: { config?: Record<string, unknown>; captur
     },
     stop: async () => {
       await app.close();
+      await queries.close();
       await pools.close();
       sessions.close();
       await policy.close();

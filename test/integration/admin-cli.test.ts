@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlane } from '../../src/control/control-plane.js';
 import { buildApp } from '../../src/http/app.js';
+import { AsyncQueries } from '../../src/http/async-queries.js';
 import { createPolicy } from '../../src/policy/index.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openCluster, type Cluster } from '../../src/upstream/cluster.js';
@@ -110,7 +111,8 @@ describe('repobase admin commands', () => {
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     const pools = new RolePools({ cluster, config, log });
     const sessions = sessionPoolFor(cluster, { maxPerRole: 1, idleMs: 1000, reset: 'lazy', waitMs: 1000, log });
-    const app = await buildApp({ config, control, log, policy, pools, sessions });
+    const queries = await AsyncQueries.start({ cluster, control, policy, config, log });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, queries });
     try {
       const login = (pw: string) => app.inject({ method: 'POST', url: '/api/v1beta/auth/login', payload: { username: alice, password: pw } });
       const ok = await login(password);
@@ -119,6 +121,7 @@ describe('repobase admin commands', () => {
       expect((await login(`${password}\r`)).statusCode).toBe(401);
     } finally {
       await app.close();
+      await queries.close();
       sessions.close();
       await pools.close();
       await policy.close();

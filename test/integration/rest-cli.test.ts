@@ -131,3 +131,41 @@ describe('repobase repos and repo create', () => {
     expect((JSON.parse(json.stdout) as { repos: { name: string }[] }).repos.map((x) => x.name)).toEqual([`${alice.name}/cli`, `${alice.name}/shop`]);
   });
 });
+
+describe('async queries from the CLI', () => {
+  it('query --async prints the id; query-result writes the stored result in every format; queries lists them', async () => {
+    const sent = await runCli(['query', '--async', "SELECT g AS n, 'v,' || g AS s, NULL::int AS z FROM generate_series(1, 8) g"], env);
+    expect(sent.code, sent.stderr).toBe(0);
+    const id = sent.stdout.trim();
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    // Stored whole: the server's maxResultRows (5) caps POST /query/ answers, not async results.
+    const csv = await runCli(['query-result', id, '--wait'], env);
+    expect(csv).toMatchObject({ code: 0, stderr: '' });
+    expect(csv.stdout).toBe(['n,s,z', ...Array.from({ length: 8 }, (_, i) => `${i + 1},"v,${i + 1}",`)].join('\n') + '\n');
+    const json = await runCli(['query-result', id, '--format', 'json', '--offset', '6'], env);
+    expect(JSON.parse(json.stdout)).toMatchObject({ fields: { n: 'INTEGER', s: 'TEXT', z: 'INTEGER' }, data: [[7, 'v,7', null], [8, 'v,8', null]], command: 'SELECT', row_count: 8 });
+    const table = await runCli(['query-result', id, '--format', 'table', '--limit', '2'], env);
+    expect(table.stdout).toBe('n | s   | z\n--+-----+--\n1 | v,1 |\n2 | v,2 |\n(2 rows)\n');
+
+    const list = await runCli(['queries', '--limit', '3'], env);
+    expect(list.code).toBe(0);
+    expect(list.stdout.split('\n')[0]).toMatch(/^id\s+\| status\s+\| kind\s+\| submitted\s+\| duration\s+\| rows \| error\s*\| query$/);
+    expect(list.stdout).toMatch(new RegExp(`^${id} \\| succeeded \\| async \\|`, 'm'));
+    const json2 = await runCli(['queries', '--format', 'json', '--status', 'succeeded'], env);
+    expect((JSON.parse(json2.stdout) as { queries: { id: string }[] }).queries.map((q) => q.id)).toContain(id);
+  });
+
+  it('query-cancel cancels a running query, then deletes it; errors exit 1', async () => {
+    const sent = await runCli(['query', '--async', 'SELECT pg_sleep(30)'], env);
+    const id = sent.stdout.trim();
+    const early = await runCli(['query-result', id], env);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(/^ERROR 55000: query [0-9a-f-]{36} (is still running|has not started yet)/);
+    expect(await runCli(['query-cancel', id], env)).toMatchObject({ code: 0, stdout: `cancelled ${id}\n` });
+    expect(await runCli(['query-cancel', id], env)).toMatchObject({ code: 0, stdout: `deleted ${id}\n` });
+    const gone = await runCli(['query-cancel', id], env);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain(`ERROR 42704: no query with id "${id}"`);
+    expect((await runCli(['queries', '--limit', 'x'], env)).code).toBe(2);
+  });
+});

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
+import { AsyncQueries } from '../../src/http/async-queries.js';
 import { CONSOLE_DIR } from '../../src/http/console.js';
 import { createPolicy, type Policy } from '../../src/policy/index.js';
 import type { Config } from '../../src/shared/config.js';
@@ -25,6 +26,7 @@ let cluster: Cluster;
 let policy: Policy;
 let pools: RolePools;
 let sessions: SessionPool;
+let queries: AsyncQueries;
 const extraApps: { close(): Promise<unknown> }[] = [];
 const suffix = Math.random().toString(36).slice(2, 7);
 const PASSWORD = 'correct horse battery';
@@ -36,10 +38,12 @@ beforeAll(async () => {
   policy = await createPolicy({ maxStatementBytes: srv.config.maxStatementBytes });
   pools = new RolePools({ cluster, config: srv.config, log });
   sessions = sessionPoolFor(cluster, { maxPerRole: 2, idleMs: 10_000, reset: 'lazy', waitMs: 10_000, log });
+  queries = await AsyncQueries.start({ cluster, control: srv.control, policy, config: srv.config, log });
 });
 
 afterAll(async () => {
   for (const app of extraApps) await app.close();
+  await queries?.close();
   sessions?.close();
   await pools?.close();
   await policy?.close();
@@ -49,7 +53,7 @@ afterAll(async () => {
 
 /** Another HTTP front end on the same control plane; returns its base URL. */
 async function appWith(config: Partial<Config>, consoleDir?: string): Promise<string> {
-  const app = await buildApp({ config: { ...srv.config, ...config }, control: srv.control, log, policy, pools, sessions, wirePort: srv.pgPort, ...(consoleDir && { consoleDir }) });
+  const app = await buildApp({ config: { ...srv.config, ...config }, control: srv.control, log, policy, pools, sessions, queries, wirePort: srv.pgPort, ...(consoleDir && { consoleDir }) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   extraApps.push(app);
   const address = app.server.address();

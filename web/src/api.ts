@@ -13,6 +13,9 @@ import type {
   ErrorBody,
   KeyList,
   NewKey,
+  QueryAccepted,
+  QueryInfo,
+  QueryList,
   Repo,
   RepoDetail,
   RepoList,
@@ -20,7 +23,7 @@ import type {
   UpdateRepo,
 } from '../../src/http/schemas.ts';
 
-export type { Collaborator, ConnectionInfo, KeyInfo, NewKey, Repo, RepoDetail, SessionInfo } from '../../src/http/schemas.ts';
+export type { Collaborator, ConnectionInfo, KeyInfo, NewKey, QueryAccepted, QueryInfo, Repo, RepoDetail, SessionInfo } from '../../src/http/schemas.ts';
 export type Permission = 'read' | 'write';
 export type Access = Repo['permission'];
 export type NewRepo = Static<typeof CreateRepo>;
@@ -197,6 +200,15 @@ export async function postQueryText(queryString: string, signal?: AbortSignal): 
     throw new ApiError(0, '08006', 'Could not reach the server.', 'Check your network connection and try again.');
   }
 }
+
+/** Runs `queryString` in the background: its id and status at once (the result is read later, page by page). */
+export const submitQuery = (queryString: string) => request<QueryAccepted>('POST', '/query/', { body: { query_string: queryString, async: true } });
+
+/** Your latest queries, newest first: those run in the background and every other statement of the last days. */
+export const listQueries = async (limit: number) => (await request<QueryList>('GET', `/queries/?limit=${limit}`)).queries;
+
+/** Cancels a query still running (resolving with its state), or deletes one that ended. */
+export const deleteQuery = (id: string) => request<QueryInfo | undefined>('DELETE', `/queries/${segment(id)}`);
 
 // --- answers that are not JSON ---------------------------------------------------------------
 

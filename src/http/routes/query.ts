@@ -6,26 +6,27 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import type { Static } from 'typebox';
 import Type from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
-import { performHandled } from '../../control/handled.js';
-import { errorInOriginal, type Decision, type Policy, type Session } from '../../policy/index.js';
+import { errorInOriginal, type Policy } from '../../policy/index.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
 import { CancelFlag, canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { TypeCatalog } from '../../upstream/query-types.js';
-import { REST_SEARCH_PATH } from '../../upstream/role-pools.js';
 import type { SessionPool } from '../../upstream/session-pool.js';
 import type { UpstreamSession } from '../../upstream/session.js';
 import { principalOf } from '../auth.js';
-import { isDdlTag } from '../../control/audit.js';
-import { audit } from '../metering.js';
-import { countError, decisions, originOf, tagOrigin } from '../../observe/metrics.js';
+import { countError, originOf, tagOrigin } from '../../observe/metrics.js';
+import type { AsyncQueries } from '../async-queries.js';
 import { publicError } from '../errors.js';
+import { Recording } from '../query-recording.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat, type ResultWriter } from '../result-formats.js';
 import type { RunningQueries } from '../running-queries.js';
-import { QueryHeaders, QueryIdParams, QueryRequest, QueryResult } from '../schemas.js';
+import { QueryAccepted, QueryHeaders, QueryIdParams, QueryRequest, QueryResult } from '../schemas.js';
+import { decide, ran, type Run } from '../statement-decision.js';
+import { answerAsync } from './query-async.js';
 
 /** What the query route needs, injected by the composition root. */
 export interface QueryDeps {
@@ -40,77 +41,19 @@ export interface QueryDeps {
   maxRows: number;
   /** Queries named by `X-Query-Id`, for `POST /query/<id>/cancel`. */
   running: RunningQueries;
+  /** Async queries and the query history. */
+  queries: AsyncQueries;
+  /** Config asyncResultTtlMs, shown as when a result expires. */
+  resultTtlMs: number;
 }
+
+/** The body of `POST /query/`. */
+export type QueryBody = Static<typeof QueryRequest>;
 
 type Started = Awaited<ReturnType<typeof RunningStatement.start>>;
 
 /** Rows per Execute: the unit of memory per request, whatever the size of the result. */
 const BATCH_ROWS = 1000;
-
-/** Every REST request is a session of its own, starting from the same search_path as its connection. */
-const SESSION: Session = { searchPath: REST_SEARCH_PATH, defaultSearchPath: REST_SEARCH_PATH };
-
-function oneStatement(count: number): void {
-  if (count === 1) return;
-  throw new PgError(SqlState.SyntaxError, count === 0 ? 'query_string holds no statement' : `query_string holds ${count} statements; the REST API runs one statement per request`, {
-    hint: count === 0 ? undefined : 'send each statement in its own request, or use the Postgres wire protocol for scripts',
-  });
-}
-
-/** What each rewrite of the statement changed (see Decision). */
-type Edits = Extract<Decision, { kind: 'rewrite' }>['edits'];
-
-/** A statement to run upstream: the SQL, what rewrites changed in it, and whether it can change a setting (Decision.settingFree). */
-interface Run {
-  sql: string;
-  edits?: Edits;
-  settingFree: boolean;
-}
-
-/**
- * The SQL to run (the statement, or the policy's rewrite of it), or the command tag when the
- * control plane already did the work. Cached rights and a cached decision are used as they are:
- * the answer comes without a promise when nothing had to be waited for.
- */
-function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Run | Promise<Run | { done: string }> {
-  const rights = deps.control.peekRights(principal.user);
-  const decided = rights ? deps.policy.decide(sql, rights, SESSION) : deps.control.rights(principal.user).then((r) => deps.policy.decide(sql, r, SESSION));
-  return decided instanceof Promise ? decided.then<Run | { done: string }>((d) => follow(deps, principal, sql, req, d)) : follow(deps, principal, sql, req, decided);
-}
-
-/** What `decision` asks for: a statement to run, an error, or the control plane's work (`handled`). */
-function follow(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest, decision: Decision): Run | Promise<{ done: string }> {
-  decisions.rest[decision.kind].value++;
-  switch (decision.kind) {
-    case 'deny':
-      audit(deps.control, req, { action: 'statement_denied', sql, sqlstate: decision.error.code });
-      throw tagOrigin(decision.error, 'policy');
-    case 'handled':
-      oneStatement(decision.commandTags.length);
-      return handled(deps, principal, sql, req, decision);
-    case 'allow':
-      oneStatement(decision.statements);
-      return { sql, settingFree: decision.settingFree === true };
-    case 'rewrite':
-      oneStatement(decision.statements);
-      return { sql: decision.sql, edits: decision.edits, settingFree: decision.settingFree === true };
-    default:
-      return assertNever(decision);
-  }
-}
-
-/** Runs a statement the control plane performs (`CREATE SCHEMA` of a repo, …) and audits its changes. */
-async function handled(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest, decision: Extract<Decision, { kind: 'handled' }>): Promise<{ done: string }> {
-  for (const change of await performHandled(deps.control, principal.user, decision.action)) audit(deps.control, req, { ...change, sql });
-  deps.control.usage.add(principal.user, { statements: 1 });
-  return { done: decision.commandTags[0] ?? '' };
-}
-
-/** Usage of a statement that ran (the rows of its answer), and its audit row if it was DDL. */
-function ran(deps: QueryDeps, req: FastifyRequest, principal: Principal, sql: string, command: string | null, rows: number): void {
-  deps.control.usage.add(principal.user, { statements: 1, rowsReturned: rows });
-  if (command !== null && isDdlTag(command)) audit(deps.control, req, { action: 'ddl', target: command, sql });
-}
 
 /**
  * Starts the statement and returns its answer as a stream; errors before the first row are
@@ -124,6 +67,7 @@ async function stream(
   format: ResultFormat,
   reply: FastifyReply,
   stop: CancelFlag,
+  entry: Recording | undefined,
 ): Promise<Readable | string> {
   const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
   let started: Started;
@@ -141,10 +85,11 @@ async function stream(
     // flag is a trailer, which only a chunked answer has.)
     deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
     const outcome = statement.outcome;
-    ran(deps, reply.request, principal, queryString, outcome.command, started.firstRows.length);
+    ran(deps.control, reply.request, principal, queryString, outcome.command, started.firstRows.length);
+    entry?.succeeded(outcome.command, outcome.rowCount);
     return writer.head() + writer.rows(started.firstRows) + writer.end({ command: outcome.command, rowCount: outcome.rowCount, truncated: false });
   }
-  return chunked({ deps, principal, queryString, format, reply, session, started, writer });
+  return chunked({ deps, principal, queryString, format, reply, session, started, writer, stop, entry });
 }
 
 /** A statement whose answer did not come whole in its first batch, and what streaming it needs. */
@@ -157,13 +102,15 @@ interface Streaming {
   session: UpstreamSession;
   started: Started;
   writer: ResultWriter;
+  stop: CancelFlag;
+  entry: Recording | undefined;
 }
 
 /**
  * The answer as a stream of pieces, batch by batch, up to the row cap. Apart from `stream` so
  * that a request answered in one piece does not make this function's generators.
  */
-function chunked({ deps, principal, queryString, format, reply, session, started, writer }: Streaming): Readable {
+function chunked({ deps, principal, queryString, format, reply, session, started, writer, stop, entry }: Streaming): Readable {
   const { statement } = started;
   let truncated = false;
   let sent = 0;
@@ -185,6 +132,7 @@ function chunked({ deps, principal, queryString, format, reply, session, started
     // pooled again once it is idle.
     if (!statement.done) await statement.cancel();
     deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
+    entry?.abandoned();
   };
   async function* pieces(): AsyncGenerator<string> {
     try {
@@ -195,11 +143,13 @@ function chunked({ deps, principal, queryString, format, reply, session, started
       }
       if (truncated) await statement.cancel();
       const outcome = truncated ? { command: null, rowCount: sent } : statement.outcome;
-      ran(deps, reply.request, principal, queryString, outcome.command, sent);
+      ran(deps.control, reply.request, principal, queryString, outcome.command, sent);
+      entry?.succeeded(outcome.command, outcome.rowCount);
       yield writer.end({ ...outcome, truncated });
     } catch (err: unknown) {
       const shown = publicError(err, reply.request).error;
       countError('rest', 'upstream', shown.code);
+      entry?.failed(shown, stop.cancelled, reply.request.id);
       const closing = writer.failed(shown);
       if (closing === undefined) throw err;
       yield closing;
@@ -242,35 +192,42 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
       schema: {
         summary: 'run one SQL statement',
         description:
-          'Accept: application/json (default), application/x-ndjson or text/csv. The answer streams; a failure after rows were sent ends it with an "error" member (JSON, NDJSON) or a cut connection (CSV). Closing the connection before the answer is complete cancels the statement; so does POST /query/<id>/cancel for a query sent with X-Query-Id.',
+          'Accept: application/json (default), application/x-ndjson or text/csv. The answer streams; a failure after rows were sent ends it with an "error" member (JSON, NDJSON) or a cut connection (CSV). Closing the connection before the answer is complete cancels the statement; so does POST /query/<id>/cancel for a query sent with X-Query-Id. With "async": true the statement runs in the background: 202 with its id at once (or, with "wait_ms", the answer as without async if it ended within that time); see /queries/.',
         tags: ['query'],
         headers: QueryHeaders,
         body: QueryRequest,
-        response: { 200: QueryResult },
+        response: { 200: QueryResult, 202: QueryAccepted },
       },
     },
     async (req, reply) => {
       const principal = principalOf(req);
       const queryString = req.body.query_string;
-      const format = negotiateFormat(req.headers.accept);
+      const entry = deps.queries.recordsHistory ? new Recording(deps.queries.history, principal, queryString, Date.now()) : undefined;
+      if (req.body.async === true || req.body.wait_ms !== undefined) return answerAsync(deps, req, req.body, reply, principal, entry);
       const stop = requestStop(deps, principal, req.headers['x-query-id'], reply);
-      const decided = decide(deps, principal, queryString, req);
-      const next = decided instanceof Promise ? await decided : decided;
-      // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
-      const raw: FastifyReply = reply;
-      raw.type(CONTENT_TYPES[format]);
-      if ('done' in next) {
-        const writer = createWriter(format, queryString, []);
-        return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
-      }
-      req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
-      if (stop.cancelled) throw canceled();
+      let next: Run | { done: string } | undefined;
       try {
-        return raw.send(await stream(deps, principal, next, queryString, format, raw, stop));
+        const format = negotiateFormat(req.headers.accept);
+        const decided = decide(deps, principal, queryString, req);
+        next = decided instanceof Promise ? await decided : decided;
+        // The 200 schema documents the answer; the answer itself is written here, already JSON/CSV text.
+        const raw: FastifyReply = reply;
+        raw.type(CONTENT_TYPES[format]);
+        if ('done' in next) {
+          entry?.succeeded(next.done, null);
+          const writer = createWriter(format, queryString, []);
+          return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
+        }
+        req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
+        if (stop.cancelled) throw canceled();
+        return raw.send(await stream(deps, principal, next, queryString, format, raw, stop, entry));
       } catch (err: unknown) {
         // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
-        if (next.edits === undefined || !(err instanceof PgError) || err.position === undefined) throw err;
-        throw tagOrigin(errorInOriginal(err, next.sql, queryString, next.edits), originOf(err) ?? 'upstream');
+        const run = next !== undefined && !('done' in next) ? next : undefined;
+        const shown =
+          run?.edits !== undefined && err instanceof PgError && err.position !== undefined ? tagOrigin(errorInOriginal(err, run.sql, queryString, run.edits), originOf(err) ?? 'upstream') : err;
+        entry?.failed(shown, stop.cancelled, req.id);
+        throw shown;
       }
     },
   );
@@ -300,6 +257,3 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
   );
 };
 
-function assertNever(x: never): never {
-  throw new Error(`unexpected ${JSON.stringify(x)}`);
-}

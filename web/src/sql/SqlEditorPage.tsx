@@ -1,9 +1,10 @@
 /**
  * `/sql`: write SQL, run it, see the rows stream in. Run (or Ctrl/Cmd-Enter) runs the selection,
  * else the statement at the cursor; Cancel stops it (the cancel endpoint and the aborted request,
- * either is enough); Download CSV saves the same statement's result as a file. An error shows
- * every field Postgres gave and marks the spot it points at. The last 50 statements are kept on
- * this browser.
+ * either is enough); Download CSV saves the same statement's result as a file; Run in background
+ * sends it as an async query, whose result the server keeps. An error shows every field Postgres
+ * gave and marks the spot it points at. The History panel lists the person's latest queries from
+ * the server; one opened there takes the results' place (StoredResult).
  *
  * CodeMirror is imported only from this folder, and this page is loaded on its own when the
  * route is first visited.
@@ -11,22 +12,26 @@
 import type { EditorView } from '@codemirror/view';
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { useSearch } from 'wouter';
-import { ApiError } from '../api.ts';
+import { ApiError, deleteQuery, submitQuery, type QueryInfo } from '../api.ts';
 import { useUser } from '../account/session.tsx';
 import { PageTitle } from '../lib/PageTitle.tsx';
 import { toApiError } from '../lib/useResource.ts';
 import { SchemaCache } from './completion.ts';
 import { clearError, createEditor, markError, replaceText, runTarget } from './editor.ts';
-import { clearHistory, loadHistory, remember } from './history.ts';
+import { QueryHistory } from './QueryHistory.tsx';
 import { ResultGrid } from './ResultGrid.tsx';
 import { QueryError, cancelQuery, newQueryId, queryCsv, saveFile, streamQuery, type Field, type Outcome, type Row } from './run.ts';
-import { SqlHistory } from './SqlHistory.tsx';
+import { SqlError } from './SqlError.tsx';
+import { count, elapsed, resultCsv } from './stored.ts';
+import { StoredResult } from './StoredResult.tsx';
+import { useQueryHistory } from './useQueryHistory.ts';
 import { offsetOfPosition } from './statements.ts';
 import './sql.css';
 
 type RunState =
   | { status: 'idle' }
-  | { status: 'running'; kind: 'run' | 'csv' }
+  | { status: 'running'; kind: Kind }
+  | { status: 'submitted' }
   | { status: 'done'; outcome: Outcome; ms: number }
   | { status: 'saved'; ms: number }
   | { status: 'failed'; error: QueryError | ApiError; where: { line: number; column: number } | null; ms: number }
@@ -43,18 +48,17 @@ const isMac = typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigat
 /** Commands after which the tables, columns or repos may have changed. */
 const READS_OR_WRITES_ROWS = /^(SELECT|INSERT|UPDATE|DELETE|MERGE|SHOW|EXPLAIN|FETCH|MOVE|VALUES|SET|RESET|BEGIN|COMMIT|ROLLBACK|DISCARD|LISTEN|NOTIFY)\b/;
 
-function elapsed(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
-}
-
-const count = (n: number, one: string, many: string) => `${n.toLocaleString()} ${n === 1 ? one : many}`;
+/** What a start does with the statement: run it here, download it as CSV, or send it to run in the background. */
+type Kind = 'run' | 'csv' | 'background';
 
 function summary(state: RunState, rows: number): string {
   switch (state.status) {
     case 'idle':
       return '';
     case 'running':
-      return state.kind === 'csv' ? 'Preparing the CSV file…' : 'Running…';
+      return state.kind === 'csv' ? 'Preparing the CSV file…' : state.kind === 'background' ? 'Sending…' : 'Running…';
+    case 'submitted':
+      return 'Sent to run in the background: it is in the History.';
     case 'saved':
       return `CSV file saved in ${elapsed(state.ms)}.`;
     case 'cancelled':
@@ -93,7 +97,9 @@ export default function SqlEditorPage() {
   const [state, setState] = useState<RunState>({ status: 'idle' });
   const [fields, setFields] = useState<Field[] | null>(null);
   const [version, setVersion] = useState(0);
-  const [history, setHistory] = useState<string[]>(() => loadHistory(user));
+  const history = useQueryHistory();
+  /** The query opened from the History (shown in the results' place), as last seen. */
+  const [opened, setOpened] = useState<QueryInfo | null>(null);
   const [notice, setNotice] = useState('');
   const busy = state.status === 'running';
 
@@ -112,7 +118,7 @@ export default function SqlEditorPage() {
 
   /** Starts one request for what Run would run; `kind` says what to do with it. */
   const start = useCallback(
-    async (kind: 'run' | 'csv') => {
+    async (kind: Kind) => {
       const editor = view.current;
       if (!editor || running.current) return;
       const target = runTarget(editor);
@@ -123,19 +129,23 @@ export default function SqlEditorPage() {
       }
       setNotice('');
       clearError(editor);
-      setHistory(remember(user, target.text));
       const current: Running = { id: newQueryId(), controller: new AbortController(), cancelled: false };
       running.current = current;
       const docAtStart = editor.state.doc;
       const began = performance.now();
       setState({ status: 'running', kind });
+      if (kind !== 'csv') setOpened(null);
       if (kind === 'run') {
         rows.current = [];
         setFields(null);
         showRows();
       }
       try {
-        if (kind === 'csv') {
+        if (kind === 'background') {
+          const sent = await submitQuery(target.text);
+          setState({ status: 'submitted' });
+          setOpened({ ...sent, async: true, query_truncated: false, started_at: null, finished_at: null, row_count: null, command: null, rows_stored: 0, result_expires_at: null, fields: null, error: null });
+        } else if (kind === 'csv') {
           saveFile(await queryCsv(target.text, current.id, current.controller.signal), csvName());
           setState({ status: 'saved', ms: performance.now() - began });
         } else {
@@ -163,9 +173,10 @@ export default function SqlEditorPage() {
       } finally {
         running.current = null;
         if (kind === 'run') showRows();
+        history.refresh();
       }
     },
-    [user, showRows, rowsArrived],
+    [user, showRows, rowsArrived, history.refresh],
   );
 
   const run = useCallback(() => void start('run'), [start]);
@@ -206,13 +217,35 @@ export default function SqlEditorPage() {
   // Leaving the page stops what still runs.
   useEffect(() => () => running.current?.controller.abort(), []);
 
-  function pick(statement: string) {
+  /** Puts `statement` in the editor and runs it the way `kind` says. */
+  function runAgain(statement: string, kind: Kind) {
     const editor = view.current;
-    if (!editor) return;
+    if (!editor || running.current) return;
     replaceText(editor, statement);
-    editor.focus();
+    void start(kind);
   }
 
+  async function download(q: QueryInfo) {
+    setNotice('');
+    try {
+      saveFile(await resultCsv(q.id), csvName());
+    } catch (err) {
+      setNotice(`The CSV file could not be made: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  async function cancelStored(q: QueryInfo) {
+    try {
+      const state = await deleteQuery(q.id);
+      if (state && opened?.id === q.id) setOpened(state);
+    } catch (err) {
+      setNotice(`The query could not be cancelled: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    history.refresh();
+  }
+
+  // The opened query as the History last read it (it polls while queries run).
+  const shown = (opened && history.queries?.find((q) => q.id === opened.id)) ?? opened;
   const failed = state.status === 'failed' ? state : null;
   const rowCount = rows.current.length;
 
@@ -235,65 +268,40 @@ export default function SqlEditorPage() {
             <button type="button" className="button" aria-disabled={busy} onClick={() => void start('csv')}>
               Download CSV
             </button>
+            <button type="button" className="button" aria-disabled={busy} onClick={() => void start('background')}>
+              Run in background
+            </button>
             <span className="sql-status">
               <span role="status">{notice || summary(state, rowCount)}</span>
               {busy && state.kind === 'run' && rowCount > 0 && <span className="muted"> {count(rowCount, 'row', 'rows')} so far</span>}
             </span>
           </div>
           {failed && <SqlError error={failed.error} where={failed.where} />}
-          <section className="sql-results" aria-labelledby={`${id}-results`}>
-            <h2 id={`${id}-results`} className="visually-hidden">
-              Results
-            </h2>
-            {fields && fields.length > 0 && <ResultGrid fields={fields} rows={rows.current} version={version} labelledBy={`${id}-results`} />}
-          </section>
+          {shown ? (
+            <StoredResult query={shown} />
+          ) : (
+            <section className="sql-results" aria-labelledby={`${id}-results`}>
+              <h2 id={`${id}-results`} className="visually-hidden">
+                Results
+              </h2>
+              {fields && fields.length > 0 && <ResultGrid fields={fields} rows={rows.current} version={version} labelledBy={`${id}-results`} />}
+            </section>
+          )}
         </div>
-        <SqlHistory
-          statements={history}
-          onPick={pick}
-          onClear={() => {
-            setHistory(clearHistory(user));
-            runButton.current?.focus();
+        <QueryHistory
+          queries={history.queries}
+          error={history.error}
+          opened={shown?.id ?? null}
+          onOpen={(q) => {
+            setState({ status: 'idle' });
+            setOpened(q);
           }}
+          onRerun={(q) => runAgain(q.query_string, q.async ? 'background' : 'run')}
+          onDownload={(q) => void download(q)}
+          onCancel={(q) => void cancelStored(q)}
+          onRefresh={history.refresh}
         />
       </div>
-    </div>
-  );
-}
-
-/** Every field of a failed statement: SQLSTATE, message, detail, hint, and where it points. */
-function SqlError({ error, where }: { error: QueryError | ApiError; where: { line: number; column: number } | null }) {
-  return (
-    <div className="alert sql-error" role="alert">
-      <p className="alert-message">{error.message}</p>
-      <dl className="sql-error-fields">
-        {error.code && (
-          <div>
-            <dt>SQLSTATE</dt>
-            <dd className="mono">{error.code}</dd>
-          </div>
-        )}
-        {error.detail && (
-          <div>
-            <dt>Detail</dt>
-            <dd>{error.detail}</dd>
-          </div>
-        )}
-        {error.hint && (
-          <div>
-            <dt>Hint</dt>
-            <dd>{error.hint}</dd>
-          </div>
-        )}
-        {where && (
-          <div>
-            <dt>Where</dt>
-            <dd>
-              Line {where.line}, column {where.column} (marked in the editor)
-            </dd>
-          </div>
-        )}
-      </dl>
     </div>
   );
 }

@@ -56,7 +56,7 @@ function queryError(e: ErrorFields | undefined, status: number): QueryError {
 }
 
 /** The error of an answer whose status is not ok. */
-async function errorOf(res: Response): Promise<QueryError> {
+export async function errorOf(res: Response): Promise<QueryError> {
   try {
     const body = (await res.json()) as { error?: ErrorFields };
     return queryError(body.error, res.status);
@@ -111,7 +111,7 @@ export function fieldsOf(line: string): Field[] {
   return fields;
 }
 
-interface StreamHandlers {
+export interface StreamHandlers {
   /** The columns, once, before any row. */
   onFields(fields: Field[]): void;
   /** Rows as they arrive, a batch per chunk read. */
@@ -129,7 +129,14 @@ function request(sql: string, accept: string, queryId: string, signal: AbortSign
  * be reached, or an AbortError when `signal` aborted it.
  */
 export async function streamQuery(sql: string, queryId: string, signal: AbortSignal, handlers: StreamHandlers): Promise<Outcome> {
-  const res = await request(sql, 'application/x-ndjson', queryId, signal);
+  return readAnswer(await request(sql, 'application/x-ndjson', queryId, signal), signal, handlers);
+}
+
+/**
+ * Reads an NDJSON query answer (`POST /query/`, or an async query's stored result) as it streams,
+ * handing its columns and rows to `handlers`; resolves with how it ended, rejects as streamQuery.
+ */
+export async function readAnswer(res: Response, signal: AbortSignal, handlers: StreamHandlers): Promise<Outcome> {
   if (!res.ok) throw await errorOf(res);
   if (!res.body) throw queryError({ message: 'The answer had no body.' }, res.status);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
