@@ -56,7 +56,7 @@ export function sessionEffects(node: Json, text: { start: number; end: number })
     }
     case 'DiscardStmt': {
       const target = str(n.target);
-      out.push({ kind: 'discard', what: target === 'DISCARD_ALL' ? 'all' : target === 'DISCARD_TEMP' ? 'temp' : target === 'DISCARD_PLANS' ? 'plans' : 'sequences' });
+      out.push({ kind: 'discard', what: target === 'DISCARD_ALL' ? 'all' : target === 'DISCARD_TEMP' ? 'temp' : target === 'DISCARD_PLANS' ? 'plans' : 'sequences', end: text.end });
       break;
     }
     case 'PrepareStmt':
@@ -147,10 +147,10 @@ function variableSet(n: JsonObject, text: { start: number; end: number }, out: S
       return;
     case 'VAR_SET_DEFAULT':
     case 'VAR_RESET':
-      out.push({ kind: 'reset', name });
+      out.push({ kind: 'reset', name, end: text.end });
       return;
     case 'VAR_RESET_ALL':
-      out.push({ kind: 'reset_all' });
+      out.push({ kind: 'reset_all', end: text.end });
       return;
     case 'VAR_SET_CURRENT':
       out.push({ kind: 'set_unknown', name });

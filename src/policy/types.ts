@@ -48,9 +48,10 @@ export type SessionEffect =
   | { kind: 'set'; name: string; value: string }
   /** A session setting whose value is known only to the server (set_config with a parameter). */
   | { kind: 'set_unknown'; name: string }
-  | { kind: 'reset'; name: string }
-  | { kind: 'reset_all' }
-  | { kind: 'discard'; what: 'all' | 'temp' | 'plans' | 'sequences' }
+  /** RESET name (also SET name TO DEFAULT), RESET ALL, DISCARD …: `end` is where the statement ends in the query string. */
+  | { kind: 'reset'; name: string; end: number }
+  | { kind: 'reset_all'; end: number }
+  | { kind: 'discard'; what: 'all' | 'temp' | 'plans' | 'sequences'; end: number }
   /** SQL PREPARE (its text `start`–`end`); `inner`: the effects of running the prepared query. */
   | { kind: 'prepare'; name: string; start: number; end: number; inner: SessionEffect[] }
   /** EXECUTE name (also inside EXPLAIN or CREATE TABLE AS): runs a prepared statement. */

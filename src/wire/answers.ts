@@ -180,6 +180,11 @@ export class Answers {
 
   /** Pooling's part in the answers to a client's request: false for an answer to what the proxy sent. */
   private poolingFrame(p: Pending, code: number, frame: Buffer): boolean {
+    if (p.steps?.[p.stepAt]?.hidden === true) {
+      // A statement of the proxy's in the client's string (reset-restore.ts): none of its answers are the client's.
+      if (code === BackendCode.CommandComplete) p.stepAt++;
+      return false;
+    }
     switch (code) {
       case BackendCode.ParseComplete:
         return p.parses?.[p.parseAt++]?.ours !== true;

@@ -51,7 +51,8 @@ export class BackendState {
   private serial = 0;
 
   constructor(
-    private readonly login: ReadonlyMap<string, string>,
+    /** Its reported settings as it logged in: what RESET returns them to. */
+    readonly login: ReadonlyMap<string, string>,
     /** Its process id (pg_backend_pid() there). */
     readonly processId = 0,
   ) {

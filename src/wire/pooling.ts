@@ -32,7 +32,12 @@ import { TextOf } from './reading.js';
 export interface Step {
   effects: readonly SessionEffect[];
   text: string | undefined;
+  /** A statement of the proxy's in the client's string (reset-restore.ts): its answers are not the client's. */
+  hidden?: true;
 }
+
+/** The step of a statement of the proxy's in a client's string. */
+export const HIDDEN_STEP: Step = Object.freeze({ effects: [], text: undefined, hidden: true });
 
 /** A request of the proxy's own on the backend: its frames are written, its answers end at its ReadyForQuery. */
 export interface Internal {

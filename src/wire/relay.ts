@@ -12,7 +12,7 @@
  */
 import type { Socket } from 'node:net';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
-import { indexAfter, type Decision, type Policy, type Session, type SessionChange, type SessionEffect } from '../policy/index.js';
+import type { Decision, Policy, Session, SessionChange, SessionEffect } from '../policy/index.js';
 import { PgError, SqlState, internalError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeErrorResponse, decodeParse, decodeQuery, fromClientText, inClientText, type FrameReader, type ParseMessage, type TransactionStatus } from '../protocol/index.js';
@@ -26,7 +26,9 @@ import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 import type { Prepared } from './prepared-statement.js';
 import { AnswerMeter } from './metering.js';
-import type { Internal, Pooling } from './pooling.js';
+import { HIDDEN_STEP, type Internal, type Pooling, type Step } from './pooling.js';
+import { restoresAfterResets } from './reset-restore.js';
+import { splicedQuery } from './query-splices.js';
 import type { Sent } from './prepared.js';
 import { standIn } from './stand-in.js';
 import { Answers, pending, type AnswersHost, type Pending } from './answers.js';
@@ -352,23 +354,19 @@ export class Relay {
         this.beforeRequest(d.effects, true);
         this.readings.sent(d.effects);
         const p = pending(d.changes, sql);
-        const shown = this.pooling?.hiddenShow(this.backend.link!.backend!, d.effects);
-        if (shown !== undefined) {
-          // SHOW of a custom setting the client never set (custom-settings.ts): a stand-in fails in its place.
-          const edits = d.kind === 'rewrite' ? d.edits : [];
-          const at = (i: number) => edits.reduce((index, layer) => indexAfter(index, layer), i);
-          const sent = d.kind === 'rewrite' ? d.sql : sql;
-          this.backend.toUpstream.write(this.inClientText(buildQuery(sent.slice(0, at(shown.start)) + standIn(shown.error) + sent.slice(at(shown.end)))));
-          p.refusal = this.inClientText(buildErrorResponse(shown.error));
-        } else if (d.kind === 'allow') {
-          this.backend.toUpstream.add(frame);
-        } else {
-          this.backend.toUpstream.write(this.inClientText(buildQuery(d.sql)));
-        }
+        const backend = this.backend.link!.backend!;
+        const shown = this.pooling?.hiddenShow(backend, d.effects);
+        const restores = this.pooling === undefined ? undefined : restoresAfterResets(d.effects, this.pooling.client, backend);
+        const spliced = splicedQuery(d, sql, shown, restores);
+        if (spliced !== undefined) this.backend.toUpstream.write(this.inClientText(buildQuery(spliced)));
+        else if (d.kind === 'allow') this.backend.toUpstream.add(frame);
+        else this.backend.toUpstream.write(this.inClientText(buildQuery(d.sql)));
+        if (shown !== undefined) p.refusal = this.inClientText(buildErrorResponse(shown.error));
         if (d.kind === 'rewrite') p.rewritten = { sent: d.sql, edits: d.edits };
         if (this.pooling !== undefined) {
-          p.steps = d.effects?.map((effects) => ({ effects, text: sql }));
-          this.pooling.client.unnamed = this.backend.link!.backend!.unnamed = undefined; // a Query drops the unnamed statement
+          p.steps = d.effects?.map((effects): Step => ({ effects, text: sql }));
+          for (const r of [...(restores ?? [])].reverse()) p.steps?.splice(r.statement + 1, 0, HIDDEN_STEP);
+          this.pooling.client.unnamed = backend.unnamed = undefined; // a Query drops the unnamed statement
         }
         return this.answers.request(p);
       }

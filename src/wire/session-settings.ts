@@ -17,6 +17,8 @@ import { quoteIdent } from '../policy/names.js';
 /** The SQL that gives a setting its value; compared by identity. */
 export interface SettingValue {
   readonly sql: string;
+  /** The value itself, when known (a value given by set_config, not by the client's own SET text). */
+  readonly value?: string;
 }
 
 /**
@@ -37,7 +39,7 @@ export function setConfigValue(name: string, value: string): SettingValue {
   let v = values.get(key);
   if (v === undefined) {
     if (values.size >= 10_000) values.clear();
-    values.set(key, (v = { sql: `SELECT pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)` }));
+    values.set(key, (v = { sql: `SELECT pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)`, value }));
   }
   return v;
 }
@@ -146,6 +148,16 @@ export class OtherSettings {
   get(name: string): SettingValue | undefined {
     if (this.tx?.has(name)) return this.tx.get(name) ?? undefined;
     return this.base.get(name);
+  }
+
+  /** What RESET returns `name` to (undefined: the server's own default). */
+  defaultOf(name: string): SettingValue | undefined {
+    return this.defaults.get(name);
+  }
+
+  /** Every setting with a value of the session's own at its start. */
+  defaultNames(): Iterable<string> {
+    return this.defaults.keys();
   }
 
   /** Every name with a value, or with a change in the open transaction. */

@@ -221,3 +221,21 @@ describe('custom settings another client set on the backend', () => {
     expect(await value(a, "SELECT current_setting('myapp.x', true)")).toBe('');
   });
 });
+
+describe('a reset followed by other statements in one query string', () => {
+  it("returns to the client's start-up values, as on a backend of its own (RESET ALL, RESET, SET … TO DEFAULT)", async () => {
+    const c = new pg.Client({ ...svc.pgOptions(alice.name, alice.key, repo), application_name: 'mine', options: '-c TimeZone=Asia/Tokyo -c extra_float_digits=0 -c myapp.s=start' });
+    c.on('error', () => undefined);
+    await c.connect();
+    clients.push(c);
+    const other = await connect(); // leaves other values on the shared backend
+    await other.query("SET TimeZone = 'UTC'; SET extra_float_digits = 3");
+    await c.query("SET TimeZone = 'America/New_York'; SET search_path = public; SET myapp.s = 'changed'");
+    const rows = async (sql: string) => ((await c.query({ text: sql, rowMode: 'array' })) as unknown as pg.QueryResult[]).map((r) => r.rows[0]?.[0]);
+    expect(await rows('RESET ALL; SHOW TimeZone; SHOW search_path; SHOW extra_float_digits; SHOW application_name; SHOW myapp.s; SELECT count(*) FROM items')).toEqual([undefined, 'Asia/Tokyo', `"${repo}"`, '0', 'mine', 'start', expect.anything()]);
+    await c.query("SET TimeZone = 'UTC'");
+    expect(await rows('RESET TimeZone; SHOW TimeZone')).toEqual([undefined, 'Asia/Tokyo']);
+    expect(await rows('SET extra_float_digits TO DEFAULT; SHOW extra_float_digits')).toEqual([undefined, '0']);
+    expect(await value(c, 'SHOW TimeZone')).toBe('Asia/Tokyo');
+  });
+});

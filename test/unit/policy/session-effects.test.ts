@@ -14,6 +14,10 @@ async function effectsOf(sql: string): Promise<unknown[][] | undefined> {
 function strip(e: SessionEffect): unknown {
   if (e.kind === 'set_text') return { kind: e.kind, name: e.name };
   if (e.kind === 'prepare') return { kind: e.kind, name: e.name, inner: e.inner.map(strip) };
+  if (e.kind === 'reset' || e.kind === 'reset_all' || e.kind === 'discard') {
+    const { end: _end, ...rest } = e;
+    return rest;
+  }
   return e;
 }
 

@@ -57,7 +57,7 @@ describe('settings', () => {
     expect(settingsDiff(c, b)).toBeUndefined(); // both ran it
     const other = new BackendState(LOGIN);
     expect(settingsDiff(c, other)!.sql).toBe('SET statement_timeout = 1000');
-    run(c, b, [{ kind: 'reset', name: 'statement_timeout' }]);
+    run(c, b, [{ kind: 'reset', name: 'statement_timeout', end: 0 }]);
     expect(settingsDiff(c, b)!.sql).toBe("SELECT pg_catalog.set_config('statement_timeout', '5s', false)");
   });
 
@@ -116,7 +116,7 @@ describe('settings', () => {
     expect(c.reportedValue('TimeZone', 'Europe/Paris')).toBe('Europe/Paris'); // its own SET
     expect(c.reportedValue('TimeZone', 'Europe/Paris')).toBeUndefined(); // nothing new
     const b = new BackendState(LOGIN);
-    c.applyEffects([{ kind: 'reset', name: 'timezone' }], undefined, b, builtins);
+    c.applyEffects([{ kind: 'reset', name: 'timezone', end: 0 }], undefined, b, builtins);
     // The backend reports its own default; the client is back at its start-up value.
     expect(c.reportedValue('TimeZone', 'UTC')).toBe('Asia/Tokyo');
     c.resetTo.clear();
@@ -159,7 +159,7 @@ describe('pins', () => {
     run(c, b, [{ kind: 'listen' }]);
     run(c, b, [{ kind: 'hold_cursor', name: 'k' }]);
     expect(c.pins()).toEqual(['temp', 'advisory_lock', 'listen', 'cursor']);
-    run(c, b, [{ kind: 'discard', what: 'temp' }]);
+    run(c, b, [{ kind: 'discard', what: 'temp', end: 0 }]);
     run(c, b, [{ kind: 'unlock_all' }]);
     run(c, b, [{ kind: 'unlisten', all: true }]);
     run(c, b, [{ kind: 'close_cursor', name: 'k' }]);
@@ -212,7 +212,7 @@ describe('prepared statements in SQL', () => {
     expect(c.statements.size).toBe(0);
     expect(b.statementCount).toBe(0);
     run(c, b, [{ kind: 'prepare', name: 'q', start: 0, end: text.length, inner: [] }], text);
-    run(c, b, [{ kind: 'discard', what: 'all' }]);
+    run(c, b, [{ kind: 'discard', what: 'all', end: 0 }]);
     expect(c.statements.size).toBe(0);
   });
 });
