@@ -13,6 +13,7 @@ import { SqlState } from '../shared/errors.js';
 import { informationSchemaRelations } from './catalog.js';
 import { CATALOG_SCHEMA, filteredCatalog, INFORMATION_SCHEMA } from './catalog-views.js';
 import { pidViews } from './backend-pid.js';
+import { sessionViews } from './session-stand-ins.js';
 import type { Refusal } from './facts.js';
 import { arr, fieldsOf, nodeOf, obj, str, type Json, type JsonObject } from './json.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
@@ -22,7 +23,7 @@ import type { HandlerEntry, Scope, Walker } from './walker.js';
  * filtered catalog relation. Unqualified names resolve to pg_catalog first (`resolve.ts`).
  */
 export function catalogTarget(schema: string | null, name: string): string | undefined {
-  if ((schema === null || schema === 'pg_catalog') && (filteredCatalog.has(name) || pidViews.has(name))) return CATALOG_SCHEMA;
+  if ((schema === null || schema === 'pg_catalog') && (filteredCatalog.has(name) || pidViews.has(name) || sessionViews.has(name))) return CATALOG_SCHEMA;
   if (schema === 'information_schema' && informationSchemaRelations.has(name)) return INFORMATION_SCHEMA;
   return undefined;
 }

@@ -14,7 +14,7 @@ import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.j
 export { clientChannel, SENDERS_PREFIX } from './channels.js';
 export { BACKEND_PID_SETTING, SIGNAL_SQLSTATE } from './backend-pid.js';
 export { CATALOG_SCHEMA } from './catalog-views.js';
-export { HIDDEN_SETTING, SEQUENCES_SETTING } from './session-stand-ins.js';
+export { ACTIVITY_SETTING, HIDDEN_SETTING, SEQUENCES_SETTING, STATEMENTS_SETTING } from './session-stand-ins.js';
 export { indexAfter } from './splices.js';
 export { errorInOriginal } from './splices.js';
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';

@@ -33,6 +33,12 @@ const STORING = new Set([
   'CreateFunctionStmt', 'ViewStmt', 'CreateTrigStmt', 'RuleStmt', 'CreatePolicyStmt', 'AlterPolicyStmt',
   'CreateDomainStmt', 'CreateStmt', 'PrepareStmt', 'CreateEventTrigStmt', 'DefineStmt', 'CommentStmt',
 ]);
+/**
+ * Statements that change what existing names mean — the columns a relation or a type has
+ * (DROP has an effect of its own): a statement prepared before may plan on what they changed.
+ */
+const SCHEMA_CHANGING = /^(Alter|Rename)\w*Stmt$/;
+
 /** Statements that create objects: one in the session's temporary schema pins the session. */
 const CREATING = /^(Create|Define|View|Composite|Index|Rule)/;
 
@@ -91,12 +97,16 @@ export function sessionEffects(node: Json, text: { start: number; end: number })
     case 'CallStmt':
       out.push({ kind: 'unknown' });
       break;
+    case 'DropStmt':
+      out.push({ kind: 'drop' });
+      break;
     default:
+      if (SCHEMA_CHANGING.test(kind) || (kind === 'ViewStmt' && n.replace === true)) out.push({ kind: 'ddl' });
       break;
   }
   if (kind === 'CreateFunctionStmt' || kind === 'DoStmt') {
     const names = settingNames(JSON.stringify(n));
-    if (names.length > 0) out.push({ kind: 'names', names });
+    if (names.length > 0) out.push({ kind: 'names', names, ran: kind === 'DoStmt' });
   }
   if (createsTemp(n, CREATING.test(kind))) out.push({ kind: 'temp' });
   const written = rowsWritten(kind, n);
@@ -209,8 +219,9 @@ function scan(value: Json | undefined, out: SessionEffect[]): void {
   else if (type !== undefined && STORING.has(type)) return;
   // A FuncCall, wrapped or inlined (the `funccall` of a RangeFunction item).
   if (type === 'FuncCall' || (type === undefined && Array.isArray(o.funcname) && 'funcformat' in o)) call(o, out);
-  // A relation that names the session's backend by the client's process id, as pg_backend_pid() does.
-  else if (type === 'RangeVar' && pidViews.has(str(o.relname) ?? '') && (o.schemaname === undefined || o.schemaname === 'pg_catalog')) backendPid(out);
+  // A relation that names the session's backend by the client's process id, as pg_backend_pid() does,
+  // or that lists the user's sessions or the session's prepared statements.
+  else if (type === 'RangeVar' && (o.schemaname === undefined || o.schemaname === 'pg_catalog')) sessionRelation(str(o.relname) ?? '', out);
   for (const key in o) {
     const field = o[key];
     if (typeof field === 'object' && field !== null) scan(field, out);
@@ -261,7 +272,13 @@ function settingsPassed(n: JsonObject, out: SessionEffect[]): void {
     const s = stringConst(arg);
     if (s !== undefined && SETTING_NAME.test(s)) (names ??= []).push(s.toLowerCase());
   }
-  if (names !== undefined) out.push({ kind: 'names', names });
+  if (names !== undefined) out.push({ kind: 'names', names, ran: true });
+}
+
+function sessionRelation(name: string, out: SessionEffect[]): void {
+  if (pidViews.has(name)) backendPid(out);
+  const what = name === 'pg_stat_activity' ? 'activity' : name === 'pg_prepared_statements' ? 'statements' : undefined;
+  if (what !== undefined && !out.some((e) => e.kind === 'reads_sessions' && e.what === what)) out.push({ kind: 'reads_sessions', what });
 }
 
 function backendPid(out: SessionEffect[]): void {

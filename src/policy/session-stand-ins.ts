@@ -11,6 +11,7 @@
 //
 // Control-plane migration 14 creates them: a change here needs a new migration.
 import { CATALOG_SCHEMA } from './catalog-views.js';
+import { SENDERS_PREFIX } from './channels.js';
 
 /** The custom setting holding a pooled client's captured sequence state: `{"<oid>": "<value>", "last": "<value>"}`. */
 export const SEQUENCES_SETTING = 'repobase.sequences';
@@ -22,6 +23,23 @@ export const SEQUENCES_SETTING = 'repobase.sequences';
  * setting that does not exist. The service's own (`repobase.…`) are never the client's.
  */
 export const HIDDEN_SETTING = 'repobase.hidden';
+
+/**
+ * The user's wire clients, as the front end knows them (one JSON object each: its process id,
+ * the backend serving it if any, its application_name, address, port, times, state and the text
+ * of its last query), which the stand-in of pg_stat_activity lists one row each: pooling, a
+ * session is a client, not a backend.
+ */
+export const ACTIVITY_SETTING = 'repobase.activity';
+
+/**
+ * The client's prepared statements (its name for each, the backend's, its own text, whether SQL
+ * made it, when): the stand-in of pg_prepared_statements lists those, not the backend's.
+ */
+export const STATEMENTS_SETTING = 'repobase.statements';
+
+/** pg_catalog relations redirected to stand-ins of the session (besides the filtered catalog's). */
+export const sessionViews: ReadonlySet<string> = new Set(['pg_prepared_statements']);
 
 /** The SQL of migration 14. */
 export function sessionStandInsSql(): string {
@@ -36,6 +54,15 @@ export function sessionStandInsSql(): string {
       SELECT pg_catalog.pg_notify(CASE WHEN pg_catalog.starts_with(channel, pg_catalog.concat(CURRENT_USER, '/')) THEN channel ELSE pg_catalog.concat(CURRENT_USER, '/', channel) END, payload)
     $fn$;
     ALTER FUNCTION ${c}.pg_notify(text, text) RESET ALL;
+
+    -- pg_listening_channels: each channel by the name the client listened to, not its name upstream
+    -- (src/policy/channels.ts), and not the channel of sender announcements.
+    CREATE OR REPLACE FUNCTION ${c}.pg_listening_channels() RETURNS SETOF text LANGUAGE sql STABLE PARALLEL RESTRICTED ROWS 10
+    BEGIN ATOMIC
+      SELECT CASE WHEN pg_catalog.starts_with(c, pg_catalog.concat(CURRENT_USER, '/')) THEN pg_catalog.substr(c, pg_catalog.length(CURRENT_USER) + 2) ELSE c END
+        FROM pg_catalog.pg_listening_channels() AS c
+       WHERE NOT pg_catalog.starts_with(c, '${SENDERS_PREFIX}');
+    END;
 
     -- currval: the backend's value, else the one the client carries; a sequence outside the
     -- caller's world is a relation that cannot be opened (as the checked stand-in of migration 7).
@@ -89,7 +116,8 @@ export function sessionStandInsSql(): string {
     BEGIN
       RETURN pg_catalog.lastval();
     EXCEPTION WHEN object_not_in_prerequisite_state THEN
-      v := ${captured} ->> 'last';
+      -- The sequence nextval last used, as its value is now (a setval since changes it too).
+      v := coalesce(${captured} ->> (${captured} ->> 'last_seq'), ${captured} ->> 'last');
       IF v IS NULL THEN RAISE; END IF;
       RETURN v::bigint;
     END
@@ -142,6 +170,15 @@ export function sessionStandInsSql(): string {
       END LOOP;
       BEGIN
         merged := merged OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('last', pg_catalog.lastval()::text);
+        -- Which sequence that is: the one whose value it is, when only one is.
+        merged := merged OPERATOR(pg_catalog.-) 'last_seq';
+        FOR s IN SELECT k::oid FROM pg_catalog.jsonb_each_text(merged) AS e(k, v) WHERE k ~ '^[0-9]+$' AND v = merged ->> 'last' LOOP
+          IF merged OPERATOR(pg_catalog.?) 'last_seq' THEN
+            merged := merged OPERATOR(pg_catalog.-) 'last_seq';
+            EXIT;
+          END IF;
+          merged := merged OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('last_seq', s::text);
+        END LOOP;
       EXCEPTION WHEN object_not_in_prerequisite_state OR insufficient_privilege OR undefined_table THEN
         NULL;
       END;
@@ -149,5 +186,81 @@ export function sessionStandInsSql(): string {
       PERFORM pg_catalog.set_config('${SEQUENCES_SETTING}', state, false);
     END
     $fn$;
-    GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${c} TO PUBLIC;`;
+    ${activityViewSql()}
+    ${statementsViewSql()}
+    GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${c} TO PUBLIC;
+    GRANT SELECT ON ALL TABLES IN SCHEMA ${c} TO PUBLIC;`;
+}
+
+/** The JSON list a setting holds, or none when it is not set (the stand-ins then show the backend's own). */
+const listOf = (setting: string) => `pg_catalog.jsonb_array_elements(nullif(pg_catalog.current_setting('${setting}', true), '')::jsonb)`;
+const isSet = (setting: string) => `coalesce(pg_catalog.current_setting('${setting}', true), '') <> ''`;
+/** SQL inside a string literal (the format() of a DO block). */
+const quoted = (sql: string) => sql.replaceAll("'", "''");
+
+/**
+ * pg_stat_activity: with the clients the front end listed, one row each (the columns it knows from
+ * the client, the rest from the backend serving it, if any); without, the user's backends as
+ * migration 9 shows them. Built from the server's own columns, with their types.
+ */
+function activityViewSql(): string {
+  const c = CATALOG_SCHEMA;
+  const fromClient = ['pid', 'application_name', 'client_addr', 'client_port', 'backend_start', 'xact_start', 'query_start', 'state_change', 'state', 'query'];
+  const list = (names: string[]) => `ARRAY[${names.map((n) => `'${n}'`).join(', ')}]`;
+  return `
+    DO $do$
+    DECLARE
+      clients text;
+      backends text;
+    BEGIN
+      SELECT string_agg(CASE
+               WHEN a.attname = ANY (${list(fromClient)}) THEN format('(e ->> %L)::%s AS %I', a.attname, format_type(a.atttypid, a.atttypmod), a.attname)
+               WHEN a.attname = 'leader_pid' THEN 'NULL::integer AS leader_pid'
+               WHEN a.attname = 'datid' THEN '(SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()) AS datid'
+               WHEN a.attname = 'datname' THEN 'pg_catalog.current_database()::name AS datname'
+               WHEN a.attname = 'usesysid' THEN '(SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER) AS usesysid'
+               WHEN a.attname = 'usename' THEN 'CURRENT_USER::name AS usename'
+               WHEN a.attname = 'backend_type' THEN '''client backend''::text AS backend_type'
+               ELSE format('b.%I', a.attname) END, ', ' ORDER BY a.attnum),
+             string_agg(CASE
+               WHEN a.attname IN ('pid', 'leader_pid') THEN format('CASE WHEN %1$I = pg_catalog.pg_backend_pid() THEN ${c}.pg_backend_pid() ELSE %1$I END AS %1$I', a.attname)
+               ELSE format('%I', a.attname) END, ', ' ORDER BY a.attnum)
+        INTO clients, backends
+        FROM pg_catalog.pg_attribute a
+       WHERE a.attrelid = 'pg_catalog.pg_stat_activity'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+      EXECUTE format('CREATE OR REPLACE VIEW ${c}.pg_stat_activity WITH (security_barrier) AS
+        SELECT %s FROM ${quoted(listOf(ACTIVITY_SETTING))} AS e
+          LEFT JOIN pg_catalog.pg_stat_activity b ON b.pid = (e ->> %L)::integer
+        UNION ALL
+        SELECT %s FROM pg_catalog.pg_stat_activity
+         WHERE usesysid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = CURRENT_USER) AND NOT ${quoted(isSet(ACTIVITY_SETTING))}',
+        clients, 'backend', backends);
+    END
+    $do$;`;
+}
+
+/** pg_prepared_statements: with the client's statements listed, those, as the backend holds them; without, the backend's. */
+function statementsViewSql(): string {
+  const c = CATALOG_SCHEMA;
+  const mine = ['name', 'statement', 'prepare_time', 'from_sql'];
+  const list = (names: string[]) => `ARRAY[${names.map((n) => `'${n}'`).join(', ')}]`;
+  return `
+    DO $do$
+    DECLARE
+      columns text;
+    BEGIN
+      SELECT string_agg(CASE
+               WHEN a.attname = ANY (${list(mine)}) THEN format('(e ->> %L)::%s AS %I', a.attname, format_type(a.atttypid, a.atttypmod), a.attname)
+               ELSE format('s.%I', a.attname) END, ', ' ORDER BY a.attnum)
+        INTO columns
+        FROM pg_catalog.pg_attribute a
+       WHERE a.attrelid = 'pg_catalog.pg_prepared_statements'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+      EXECUTE format('CREATE VIEW ${c}.pg_prepared_statements WITH (security_barrier) AS
+        SELECT %s FROM ${quoted(listOf(STATEMENTS_SETTING))} AS e
+          JOIN pg_catalog.pg_prepared_statements s ON s.name = (e ->> %L)
+        UNION ALL
+        SELECT * FROM pg_catalog.pg_prepared_statements WHERE NOT ${quoted(isSet(STATEMENTS_SETTING))}',
+        columns, 'server');
+    END
+    $do$;`;
 }

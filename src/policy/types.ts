@@ -58,8 +58,11 @@ export type SessionEffect =
   | { kind: 'execute'; name: string }
   /** DEALLOCATE name, or DEALLOCATE ALL (`null`). */
   | { kind: 'deallocate'; name: string | null }
-  /** Creates an object in the session's temporary schema. */
+  /** Creates an object in the session's temporary schema; `drop`: drops objects, maybe the last temporary one. */
   | { kind: 'temp' }
+  | { kind: 'drop' }
+  /** Changes what names mean (CREATE, ALTER, RENAME…): statements prepared before may plan on what it changed. */
+  | { kind: 'ddl' }
   /** Takes a session-level advisory lock (`surely`: not a `try` that may take none); `unlock` releases one (others may remain), `unlock_all` all. */
   | { kind: 'lock'; surely: boolean }
   | { kind: 'unlock' }
@@ -87,14 +90,16 @@ export type SessionEffect =
   | { kind: 'call'; name: string }
   /** Code out of the policy's sight: a user function, DO, CALL, set_config of a name not given as a constant. */
   | { kind: 'unknown' }
-  /** Custom settings (`app.tenant`) a function body or DO block names: code that may set them later. */
-  | { kind: 'names'; names: string[] }
+  /** Custom settings (`app.tenant`) a function body or DO block names, or a call passes: code that may set them; `ran`: it ran (DO, a call), not only made (CREATE FUNCTION). */
+  | { kind: 'names'; names: string[]; ran: boolean }
   /** SET LOCAL or set_config(…, true) of a custom setting: it exists in the session from now on (empty once the transaction ends). */
   | { kind: 'defines'; name: string }
   /** SHOW of a custom setting (the statement starts at `start`): Postgres says 42704 in a session where it was never set. */
   | { kind: 'show'; name: string; start: number; end: number }
   /** current_setting of a custom setting, or of a name not given as a constant: answered by a stand-in (session-stand-ins.ts). */
-  | { kind: 'reads_custom' };
+  | { kind: 'reads_custom' }
+  /** Reads pg_stat_activity (the user's sessions) or pg_prepared_statements (the session's statements): answered from what the front end gives (session-stand-ins.ts). */
+  | { kind: 'reads_sessions'; what: 'activity' | 'statements' };
 
 /** A statement the control plane performs instead of Postgres. */
 export type HandledAction =

@@ -180,9 +180,14 @@ export class Answers {
 
   /** Pooling's part in the answers to a client's request: false for an answer to what the proxy sent. */
   private poolingFrame(p: Pending, code: number, frame: Buffer): boolean {
-    if (p.steps?.[p.stepAt]?.hidden === true) {
-      // A statement of the proxy's in the client's string (reset-restore.ts): none of its answers are the client's.
-      if (code === BackendCode.CommandComplete) p.stepAt++;
+    const current = p.steps?.[p.stepAt];
+    if (current?.hidden === true) {
+      // A statement of the proxy's in the client's string (reset-restore.ts): none of its answers
+      // are the client's; what it set is noted as the backend's (and the client's own again).
+      if (code === BackendCode.CommandComplete) {
+        p.stepAt++;
+        this.host.pooling!.stepDone(this.host.upstream().backend!, current);
+      }
       return false;
     }
     switch (code) {
@@ -292,6 +297,7 @@ export class Answers {
     if (pooling === undefined) return;
     // Parses left unanswered failed, or an error before them skipped them: nothing was made.
     if (p.parses !== undefined) for (let i = p.parseAt; i < p.parses.length; i++) p.parses[i]!.undo?.();
-    pooling.requestDone(backend!, this.status, p.failed);
+    const told = pooling.requestDone(backend!, this.status, p.failed);
+    if (told !== undefined) for (const f of told) this.toClient.add(f);
   }
 }

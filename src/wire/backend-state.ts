@@ -5,6 +5,7 @@
  */
 import type { Prepared } from './prepared-statement.js';
 import { OtherSettings } from './session-settings.js';
+import { schemaGeneration } from './schema-generation.js';
 
 /** An announcement that a backend serves no client (process ids are never 0). */
 export const NO_CLIENT = 0;
@@ -18,6 +19,8 @@ export class BackendState {
   private readonly byName = new Map<string, string>();
   /** Key → a server statement name holding it. */
   private readonly byKey = new Map<string, string>();
+  /** Server statement name → the schema generation it was made in. */
+  private readonly made = new Map<string, number>();
   /** The client statement the backend's unnamed statement holds now. */
   unnamed: Prepared | undefined;
   /** The client whose sequence state (currval, lastval) its session holds, if any (sequences.ts). */
@@ -25,6 +28,8 @@ export class BackendState {
   /** Custom settings that exist in its session (set there by some client), and the list of those a client never set it was last told (custom-settings.ts). */
   readonly placeholders = new Set<string>();
   hiddenTold: string | undefined;
+  /** Settings of the proxy's given for the request now running (what pg_stat_activity and pg_prepared_statements show it). */
+  requestSettings: [string, string][] | undefined;
   /** The client it was announced as serving (notifications.ts): unsaid before another client's request. */
   announced: number | undefined;
   /** An announcement made inside the transaction now open (NO_CLIENT: of none): it holds once that transaction commits. */
@@ -86,16 +91,24 @@ export class BackendState {
     return this.byName.get(name);
   }
 
-  noteServerStatement(name: string, key: string): void {
+  /** `fresh`: the newest statement of `key` here from now on (one made since a schema change), whatever held it before. */
+  noteServerStatement(name: string, key: string, fresh = false): void {
     this.forgetServerStatement(name);
     this.byName.set(name, key);
-    if (!this.byKey.has(key)) this.byKey.set(key, name);
+    this.made.set(name, schemaGeneration());
+    if (fresh || !this.byKey.has(key)) this.byKey.set(key, name);
+  }
+
+  /** The schema generation (schema-generation.ts) a server statement was made in. */
+  madeIn(name: string): number {
+    return this.made.get(name) ?? 0;
   }
 
   forgetServerStatement(name: string): void {
     const key = this.byName.get(name);
     if (key === undefined) return;
     this.byName.delete(name);
+    this.made.delete(name);
     if (this.byKey.get(key) !== name) return;
     this.byKey.delete(key);
     for (const [other, k] of this.byName) {
@@ -109,6 +122,7 @@ export class BackendState {
   forgetStatements(): void {
     this.byName.clear();
     this.byKey.clear();
+    this.made.clear();
     this.unnamed = undefined;
   }
 

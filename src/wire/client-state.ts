@@ -22,6 +22,7 @@ import { isReported, reportedName, type BackendState } from './backend-state.js'
 import type { Prepared } from './prepared-statement.js';
 import { OtherSettings, isChangeableReported, setConfigValue, type SettingValue } from './session-settings.js';
 import { SequenceWrites } from './sequences.js';
+import { schemaChanged, schemaGeneration } from './schema-generation.js';
 import { isCustom } from './custom-settings.js';
 import { noteSettingName, type CheckResult } from './state-check.js';
 
@@ -126,6 +127,8 @@ export class ClientState {
     this.cursors.clear();
     if (found.cursors) this.cursors.add(''); // held, by names the proxy may not know: the next check says when they are gone
     this.needsCheck = false;
+    // A custom setting that exists there and did not before the code ran was made by it (a rolled-back set_config leaves it, empty).
+    for (const name of found.present) if (!backend.placeholders.has(name)) this.define(name, backend);
     const names = new Set([...this.other.names(), ...backend.other.names(), ...found.settings.keys()]);
     for (const name of names) {
       if (reportedName(name, backend) !== undefined) continue; // followed by Postgres' own reports
@@ -162,6 +165,7 @@ export class ClientState {
         return this.define(e.name, backend);
       case 'show':
       case 'reads_custom':
+      case 'reads_sessions':
         return; // answered before the statement runs (custom-settings.ts)
       case 'set_text':
         if (this.reportedSet(e.name, backend)) return; // a reported one is told by Postgres
@@ -178,6 +182,7 @@ export class ClientState {
       case 'reset_all':
         this.other.resetAll();
         backend.other.resetAll();
+        backend.hiddenTold = undefined; // the stand-in's list too (custom-settings.ts)
         return this.resetReported();
       case 'discard':
         if (e.what === 'sequences' || e.what === 'all') this.forgetSequences();
@@ -185,6 +190,7 @@ export class ClientState {
         if (e.what !== 'all') return;
         this.other.resetAll();
         backend.other.resetAll();
+        backend.hiddenTold = undefined;
         this.resetReported();
         this.statements.clear();
         this.unnamed = undefined;
@@ -195,7 +201,7 @@ export class ClientState {
         return;
       case 'prepare':
         if (text === undefined) return;
-        this.statements.set(e.name, { key: `\0sql\0${text.slice(e.start, e.end)}`, kind: 'sql', sql: text.slice(e.start, e.end), text, paramTypes: [], effects: e.inner });
+        this.statements.set(e.name, { key: `\0sql\0${text.slice(e.start, e.end)}`, kind: 'sql', sql: text.slice(e.start, e.end), text, paramTypes: [], effects: e.inner, at: Date.now(), generation: schemaGeneration() });
         backend.noteServerStatement(e.name, this.statements.get(e.name)!.key);
         return;
       case 'execute': {
@@ -215,6 +221,11 @@ export class ClientState {
       case 'temp':
         this.temp = this.pinnedInTransaction = true;
         return;
+      case 'drop':
+        if (this.temp) this.needsCheck = true; // the last temporary object may be gone: the backend says
+        return schemaChanged();
+      case 'ddl':
+        return schemaChanged();
       case 'lock':
         if (e.surely) this.locks = this.pinnedInTransaction = true;
         else this.needsCheck = true; // a try may have taken none: the backend says
@@ -264,6 +275,8 @@ export class ClientState {
         return;
       case 'names':
         for (const name of e.names) noteSettingName(name);
+        // Code that ran and names them most likely set them: they exist in the session (rolled back, empty).
+        if (e.ran) for (const name of e.names) this.define(name, backend);
         return;
       default:
         return assertNever(e);

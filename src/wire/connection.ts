@@ -40,6 +40,7 @@ import { ClientState, type BuiltinFunctions } from './client-state.js';
 import { Pooling } from './pooling.js';
 import { sendersChannel } from './notifications.js';
 import type { SequenceFreeTables } from './sequences.js';
+import { ClientActivity, type Activities } from './activity.js';
 import { BASELINE, type StartupSettings } from './startup-settings.js';
 
 export interface WireDeps {
@@ -55,6 +56,8 @@ export interface WireDeps {
   cancels: CancelRegistry;
   /** Tables known to take no default from a sequence (sequences.ts). */
   sequenceFree: SequenceFreeTables;
+  /** The wire clients of this process, as pg_stat_activity shows them (activity.ts). */
+  activities: Activities;
   tls: TlsMaterial;
   throttle: FailureThrottle;
   secret: string;
@@ -246,8 +249,10 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       sendersChannel: sendersChannel(role),
       role,
       sequenceFree: deps.sequenceFree,
+      activities: deps.activities,
     });
     clearTimeout(timer);
+    let forget = (): void => undefined;
     const session = { searchPath: upstreamParams.searchPath, defaultSearchPath: upstreamParams.searchPath };
     const relay: Relay = new Relay(
       socket,
@@ -269,7 +274,10 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         pooling,
         signal: (kind, processId) => deps.cancels.signal(kind, processId, role),
       },
-      () => deps.cancels.unregister(key.processId),
+      () => {
+        deps.cancels.unregister(key.processId);
+        forget();
+      },
     );
     const key = deps.cancels.register({
       user: role,
@@ -277,6 +285,9 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       terminate: () => relay.terminate(new PgError(SqlState.AdminShutdown, 'terminating connection due to administrator command')),
     });
     pooling.client.processId = key.processId;
+    const activity = new ClientActivity(role, key.processId, raw.remoteAddress, raw.remotePort, () => ({ applicationName: pooling.client.reported.get('application_name') ?? '', backend: relay.backendPid }));
+    forget = deps.activities.add(activity);
+    relay.activity = activity;
     for (const [name, value] of greeting) socket.write(buildParameterStatus(name, value));
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
     socket.write(buildReadyForQuery('I'));

@@ -13,6 +13,7 @@ import { HIDDEN_SETTING, type SessionEffect } from '../policy/index.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { BackendState } from './backend-state.js';
 import { literal } from './session-settings.js';
+import { quoteIdent } from '../policy/names.js';
 
 /** Whether a setting's name is a custom one: Postgres makes it exist by setting it. */
 export function isCustom(name: string): boolean {
@@ -24,10 +25,24 @@ function hidden(name: string, defined: ReadonlySet<string>, backend: BackendStat
 }
 
 /**
- * What goes ahead of a request that reads custom settings on `backend`: the SQL that tells the
- * stand-in which names the client never set, when that changed since it was last told there.
+ * What goes ahead of a request that reads custom settings on `backend`: the names the client set
+ * (elsewhere) made to exist there too — RESET makes a custom setting exist, empty; the ones it
+ * has a value for the settings it is given set (`valued`) — and the SQL that tells the stand-in
+ * which names the client never set, when that changed since it was last told there.
  */
-export function hiddenSettingsSql(defined: ReadonlySet<string>, backend: BackendState): string | undefined {
+export function customSettingsSql(defined: ReadonlySet<string>, valued: (name: string) => boolean, backend: BackendState): string[] {
+  const sql: string[] = [];
+  for (const name of defined) {
+    if (backend.placeholders.has(name) || valued(name)) continue;
+    sql.push(`RESET ${quoteIdent(name)}`);
+    backend.placeholders.add(name);
+  }
+  const hidden = hiddenSettingsSql(defined, backend);
+  if (hidden !== undefined) sql.push(hidden);
+  return sql;
+}
+
+function hiddenSettingsSql(defined: ReadonlySet<string>, backend: BackendState): string | undefined {
   let list = '';
   for (const name of [...backend.placeholders].sort()) if (!defined.has(name) && !name.startsWith('repobase.')) list += list === '' ? name : `,${name}`;
   if (list === (backend.hiddenTold ?? '')) return undefined;

@@ -9,7 +9,8 @@
  * What is sent ahead goes in the same write as the client's message, and its answers are the
  * proxy's (`Internal` entries of the relay's queue): the client sees only its own.
  */
-import type { SessionEffect } from '../policy/index.js';
+import { ACTIVITY_SETTING, STATEMENTS_SETTING, type SessionEffect } from '../policy/index.js';
+import type { Activities } from './activity.js';
 import type { PgError } from '../shared/errors.js';
 import { FrontendCode, buildParameterStatus, buildQuery, decodeParameterStatus, inClientText, type TransactionStatus } from '../protocol/index.js';
 import type { Return } from '../upstream/session-pool.js';
@@ -20,7 +21,7 @@ import type { ClientState, BuiltinFunctions } from './client-state.js';
 import type { Prepared } from './prepared-statement.js';
 import { checkSql, parseCheck } from './state-check.js';
 import { captureSql, parseCapture, type SequenceFreeTables } from './sequences.js';
-import { hiddenSettingsSql, hiddenShow, isCustom, readsCustom } from './custom-settings.js';
+import { customSettingsSql, hiddenShow, isCustom, readsCustom } from './custom-settings.js';
 import { PreparedStatements, type Sent } from './prepared.js';
 import type { Pending } from './answers.js';
 import { literal, settingsDiff, settingsId, settingsStamp } from './session-settings.js';
@@ -36,8 +37,6 @@ export interface Step {
   hidden?: true;
 }
 
-/** The step of a statement of the proxy's in a client's string. */
-export const HIDDEN_STEP: Step = Object.freeze({ effects: [], text: undefined, hidden: true });
 
 /** A request of the proxy's own on the backend: its frames are written, its answers end at its ReadyForQuery. */
 export interface Internal {
@@ -86,6 +85,8 @@ export interface PoolingDeps {
   /** The client's role, and the tables known to take no default from a sequence (sequences.ts). */
   role: string;
   sequenceFree: SequenceFreeTables;
+  /** The wire clients of this process, as pg_stat_activity shows them (activity.ts). */
+  activities: Activities;
 }
 
 export class Pooling {
@@ -167,7 +168,7 @@ export class Pooling {
    * (Postgres would refuse it; the transaction's end comes first). `effects`: those of the
    * Query's statements, or of the statement that begins an extended batch.
    */
-  before(backend: BackendState, status: TransactionStatus, effects: readonly (readonly SessionEffect[])[] | undefined, query: boolean): Internal[] {
+  before(backend: BackendState, status: TransactionStatus, effects: readonly (readonly SessionEffect[])[] | undefined, query: boolean, queryText?: string): Internal[] {
     if (status === 'E') return [];
     if (hasEffect(effects, 'backend_pid')) this.client.usesBackendPid();
     const jobs: Internal[] = [];
@@ -209,13 +210,29 @@ export class Pooling {
       parses = made.frames;
       if (made.undo !== undefined) undo.push(made.undo);
       if (this.touchesSequences(effects) && this.clearsSequences(backend)) sql.push(DISCARD_SEQUENCES);
-      const hiddenSql = readsCustom(effects) ? hiddenSettingsSql(this.client.defined, backend) : undefined;
-      if (hiddenSql !== undefined) sql.push(hiddenSql);
+      if (readsCustom(effects)) sql.push(...customSettingsSql(this.client.defined, (name) => this.client.other.get(name) !== undefined, backend));
+      // The user's sessions and the session's prepared statements, as the stand-ins show them
+      // (also given back after a RESET ALL in the request's string: reset-restore.ts).
+      backend.requestSettings = undefined;
+      if (hasSessionsRead(effects, 'activity')) {
+        const json = this.deps.activities.json(this.deps.role);
+        sql.push(setConfig(ACTIVITY_SETTING, json));
+        (backend.requestSettings ??= []).push([ACTIVITY_SETTING, json]);
+      }
+      if (hasSessionsRead(effects, 'statements')) {
+        const listed = this.statements.listed(backend, (p) => this.deps.prepareText(p), effects, queryText);
+        sql.push(...listed.sql, setConfig(STATEMENTS_SETTING, listed.json));
+        (backend.requestSettings ??= []).push([STATEMENTS_SETTING, listed.json]);
+        parses = [...parses, ...listed.frames];
+        if (listed.undo !== undefined) undo.push(listed.undo);
+      }
       // Notifications: a listener hears who sent what; a sender says whom its backend serves.
       const channel = this.deps.sendersChannel;
       if (hasEffect(effects, 'listen')) sql.push(`LISTEN ${quoteIdent(channel)}`);
+      // Before every request that notifies, not only when the backend served another client: a
+      // client that started listening since has not heard the earlier announcement.
       const pid = this.client.processId;
-      if (pid !== undefined && pid !== backend.serving && hasEffect(effects, 'notify')) {
+      if (pid !== undefined && hasEffect(effects, 'notify')) {
         sql.push(announce(channel, backend.processId, pid));
         this.announced(backend, pid, status);
       }
@@ -338,10 +355,16 @@ export class Pooling {
   }
 
   /** A request of the client's ended (its ReadyForQuery): an implicit transaction ends with it. */
-  requestDone(backend: BackendState, status: TransactionStatus, failed: boolean): void {
+  requestDone(backend: BackendState, status: TransactionStatus, failed: boolean): Buffer[] | undefined {
     if (status === 'I') this.client.endTransaction(!failed, backend);
     const { resetTo } = this.client;
-    if (resetTo.size > 0) resetTo.clear(); // clearing allocates a new table, even an empty one's: not for every request
+    if (resetTo.size === 0) return undefined;
+    // A reported setting reset to the client's start-up value that the backend already had (its
+    // own default): Postgres reports no change, but the client's view changed, as a ParameterStatus says.
+    let told: Buffer[] | undefined;
+    if (!failed) for (const [name, value] of resetTo) if (this.client.reportedValue(name, value) !== undefined) (told ??= []).push(buildParameterStatus(name, value));
+    resetTo.clear(); // clearing allocates a new table, even an empty one's: not for every request
+    return told;
   }
 
   /**
@@ -422,6 +445,14 @@ export class Pooling {
     return 'keep';
   }
 }
+
+/** Whether a statement of these reads the user's sessions or the session's statements (`what`). */
+function hasSessionsRead(effects: readonly (readonly SessionEffect[])[], what: 'activity' | 'statements'): boolean {
+  for (const list of effects) for (const e of list) if (e.kind === 'reads_sessions' && e.what === what) return true;
+  return false;
+}
+
+const setConfig = (name: string, value: string) => `SELECT pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)`;
 
 /** Whether a statement of these does something of `kind` (no closures: this runs before every request). */
 function hasEffect(effects: readonly (readonly SessionEffect[])[] | undefined, kind: SessionEffect['kind']): boolean {

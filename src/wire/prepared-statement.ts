@@ -13,6 +13,10 @@ export interface Prepared {
   readonly paramTypes: readonly number[];
   /** What running it does to the session (its statement's effects). */
   readonly effects: readonly SessionEffect[];
+  /** When the client prepared it (ms since the epoch): pg_prepared_statements' prepare_time. */
+  readonly at: number;
+  /** The schema generation it was prepared in (schema-generation.ts): a server statement older than that may be stale for it. */
+  readonly generation: number;
 }
 
 /** The key of a protocol-level statement: its text and parameter types. */

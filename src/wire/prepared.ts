@@ -20,6 +20,7 @@ import { protocolKey, type Prepared } from './prepared-statement.js';
 import { quoteIdent } from '../policy/names.js';
 import { renamed, statementName } from './statement-frames.js';
 import { statementReprepares } from '../observe/metrics.js';
+import { schemaGeneration } from './schema-generation.js';
 
 /** A message to send upstream for a client's message, in order. */
 export interface Sent {
@@ -37,9 +38,9 @@ export interface Sent {
 const exists = (name: string) => new PgError(SqlState.DuplicatePreparedStatement, `prepared statement "${name}" already exists`);
 const missing = (name: string) => new PgError(SqlState.InvalidSqlStatementName, name === '' ? 'unnamed prepared statement does not exist' : `prepared statement "${name}" does not exist`);
 
-/** Prepares `p` on `backend` under `name` (as a Parse the proxy sends), noting it there. */
+/** Prepares `p` on `backend` under `name` (as a Parse the proxy sends), noting it there as the newest of its text. */
 function prepareAgain(backend: BackendState, name: string, p: Prepared): Sent {
-  backend.noteServerStatement(name, p.key);
+  backend.noteServerStatement(name, p.key, true);
   return { frame: buildParse(name, p.sql, p.paramTypes), kind: 'parse', ours: true, undo: () => backend.forgetServerStatement(name) };
 }
 
@@ -52,7 +53,7 @@ export class PreparedStatements {
    * is closed first, so the client's own Parse answers it.
    */
   parse(backend: BackendState, parse: ParseMessage, sql: string, effects: readonly SessionEffect[], frame: Buffer): Sent[] | PgError {
-    const p: Prepared = { key: protocolKey(sql, parse.paramTypes), kind: 'protocol', sql, text: parse.sql, paramTypes: parse.paramTypes, effects };
+    const p: Prepared = { key: protocolKey(sql, parse.paramTypes), kind: 'protocol', sql, text: parse.sql, paramTypes: parse.paramTypes, effects, at: Date.now(), generation: schemaGeneration() };
     const own = sql === parse.sql ? frame : buildParse(parse.name, sql, parse.paramTypes);
     const client = this.client;
     if (parse.name === '') {
@@ -67,7 +68,7 @@ export class PreparedStatements {
     let server = name;
     if (backend.keyOf(name) === p.key) sent.push({ frame: buildClose('S', name), kind: 'close', ours: true });
     else if (backend.hasServerStatement(name)) server = backend.nameFor(name);
-    backend.noteServerStatement(server, p.key);
+    backend.noteServerStatement(server, p.key, true);
     sent.push({
       frame: server === name ? own : buildParse(server, sql, parse.paramTypes),
       kind: 'parse',
@@ -114,7 +115,9 @@ export class PreparedStatements {
     }
     const sent: Sent[] = [];
     let server = backend.serverName(p.key);
-    if (server === undefined) {
+    // A server statement made before a schema change the client's own statement came after may
+    // plan on what changed (0A000 cached plan must not change result type): it is made again.
+    if (server === undefined || (p.generation > backend.madeIn(server) && p.kind === 'protocol')) {
       if (p.kind === 'sql') return as([plain], p); // made by the Query before (see `beforeQuery`), else Postgres says 26000
       server = backend.nameFor(at.name);
       sent.push(prepareAgain(backend, server, p));
@@ -124,11 +127,11 @@ export class PreparedStatements {
     return as(sent, p);
   }
 
-  /** What running the statement a Bind names does to the session (the client's own statement), or undefined. */
-  effectsOf(frame: Buffer): readonly SessionEffect[] | undefined {
+  /** The client's own statement a Bind names (what running it does to the session, its text), or undefined. */
+  boundBy(frame: Buffer): Prepared | undefined {
     const at = statementName(FrontendCode.Bind, frame);
     if (at === undefined) return undefined;
-    return (at.name === '' ? this.client.unnamed : this.client.statements.get(at.name))?.effects;
+    return at.name === '' ? this.client.unnamed : this.client.statements.get(at.name);
   }
 
   /**
@@ -153,6 +156,43 @@ export class PreparedStatements {
   }
 
   /**
+   * Before a statement that reads pg_prepared_statements: every statement of the client's made on
+   * the backend (as `beforeQuery` does for those a Query names), and the list the stand-in shows
+   * (src/policy/session-stand-ins.ts): the client's name for each, the backend's, the client's own text.
+   */
+  listed(backend: BackendState, prepareSql: (p: Prepared) => string | undefined, effects: readonly (readonly SessionEffect[])[], text: string | undefined): { sql: string[]; frames: Buffer[]; undo?: () => void; json: string } {
+    const names = [...this.client.statements.keys()];
+    // SQL statements under their own name (as EXECUTE needs them), protocol ones under any.
+    const sqlNames = names.filter((name) => this.client.statements.get(name)!.kind === 'sql');
+    const made = this.beforeQuery(backend, [sqlNames.map((name) => ({ kind: 'execute' as const, name }))], prepareSql);
+    const parses: Sent[] = [];
+    for (const name of names) {
+      const p = this.client.statements.get(name)!;
+      if (p.kind === 'protocol' && backend.serverName(p.key) === undefined) parses.push(prepareAgain(backend, backend.nameFor(name), p));
+    }
+    if (parses.length > 0) {
+      statementReprepares.value += parses.length;
+      if (made.frames.length === 0) made.frames.push(buildSync());
+      made.frames.splice(made.frames.length - 1, 0, ...parses.map((s) => s.frame));
+    }
+    const list = new Map(
+      names.map((name) => {
+        const p = this.client.statements.get(name)!;
+        return [name, { name, server: p.kind === 'sql' ? name : (backend.serverName(p.key) ?? name), statement: p.text, from_sql: p.kind === 'sql', prepare_time: new Date(p.at).toISOString() }];
+      }),
+    );
+    // Statements the same string prepares or drops before it reads the list.
+    for (const statement of effects) {
+      if (statement.some((e) => e.kind === 'reads_sessions' && e.what === 'statements')) break;
+      for (const e of statement) {
+        if (e.kind === 'prepare' && text !== undefined) list.set(e.name, { name: e.name, server: e.name, statement: text, from_sql: true, prepare_time: new Date().toISOString() });
+        else if (e.kind === 'deallocate') e.name === null ? list.clear() : list.delete(e.name);
+      }
+    }
+    return { ...made, json: JSON.stringify([...list.values()]) };
+  }
+
+  /**
    * What must run before a Query whose statements have `effects`: each statement it names by
    * EXECUTE, PREPARE or DEALLOCATE present on the backend under exactly that name when the client
    * holds it (so that Postgres answers as it would on a backend of the client's own: runs it,
@@ -170,7 +210,7 @@ export class PreparedStatements {
         if ((e.kind !== 'execute' && e.kind !== 'prepare' && e.kind !== 'deallocate') || e.name === null) continue;
         const p = this.client.statements.get(e.name);
         const held = backend.keyOf(e.name);
-        if (p !== undefined && held === p.key) continue;
+        if (p !== undefined && held === p.key && backend.madeIn(e.name) >= p.generation) continue;
         if (held !== undefined) {
           sql.push(`DEALLOCATE ${quoteIdent(e.name)}`);
           backend.forgetServerStatement(e.name);

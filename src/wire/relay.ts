@@ -26,7 +26,7 @@ import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import { countError, decisions, wireBytesIn, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 import type { Prepared } from './prepared-statement.js';
 import { AnswerMeter } from './metering.js';
-import { HIDDEN_STEP, type Internal, type Pooling, type Step } from './pooling.js';
+import type { Internal, Pooling, Step } from './pooling.js';
 import { restoresAfterResets } from './reset-restore.js';
 import { splicedQuery } from './query-splices.js';
 import type { Sent } from './prepared.js';
@@ -40,6 +40,7 @@ import { checkFunctionCall, type LargeObjectFunctions } from './large-objects.js
 import { ClientReading } from './reading.js';
 import { Hold } from './hold.js';
 import { SearchPath } from './search-path.js';
+import type { ClientActivity } from './activity.js';
 import type { SignalKind } from './cancel.js';
 
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
@@ -94,6 +95,8 @@ export class Relay {
   private batchSql: string | undefined;
   private readonly pooling: Pooling | undefined;
   private readonly searchPath: SearchPath;
+  /** The client as pg_stat_activity shows it (activity.ts); set once the client has its process id. */
+  activity: ClientActivity | undefined;
 
   constructor(
     private readonly client: Socket,
@@ -155,6 +158,7 @@ export class Relay {
       notification: (frame: Buffer) => this.notifications.forClient(frame, this.pooling?.senders, this.backend.link?.session.processId),
       upstreamFatal: () => void (this.upstreamFatal = true),
       answered: () => {
+        if (this.answers.length === 0) this.activity?.idle(this.answers.status);
         if (this.closing) this.closeIfIdle();
       },
       text: () => this.readings.text(),
@@ -176,6 +180,11 @@ export class Relay {
    */
   cancel(): Promise<boolean> {
     return this.backend.cancel();
+  }
+
+  /** The process id of the backend serving the client now, if any. */
+  get backendPid(): number | undefined {
+    return this.backend.link?.session.processId;
   }
 
   get transactionStatus(): TransactionStatus {
@@ -351,7 +360,8 @@ export class Relay {
       case 'rewrite': {
         if (!this.ready(FrontendCode.Query, frame, () => this.applyQuery(frame, sql, d))) return;
         decisions.wire[d.kind].value++;
-        this.beforeRequest(d.effects, true);
+        this.activity?.started(sql, this.answers.status);
+        this.beforeRequest(d.effects, true, sql);
         this.readings.sent(d.effects);
         const p = pending(d.changes, sql);
         const backend = this.backend.link!.backend!;
@@ -365,7 +375,7 @@ export class Relay {
         if (d.kind === 'rewrite') p.rewritten = { sent: d.sql, edits: d.edits };
         if (this.pooling !== undefined) {
           p.steps = d.effects?.map((effects): Step => ({ effects, text: sql }));
-          for (const r of [...(restores ?? [])].reverse()) p.steps?.splice(r.statement + 1, 0, HIDDEN_STEP);
+          for (const r of [...(restores ?? [])].reverse()) p.steps?.splice(r.statement + 1, 0, { effects: r.effects, text: undefined, hidden: true });
           this.pooling.client.unnamed = backend.unnamed = undefined; // a Query drops the unnamed statement
         }
         return this.answers.request(p);
@@ -387,9 +397,9 @@ export class Relay {
   }
 
   /** Pooling: what goes ahead of the client's next request on its backend (see Pooling.before). */
-  private beforeRequest(effects: Extract<Decision, { kind: 'allow' }>['effects'], query: boolean): void {
+  private beforeRequest(effects: Extract<Decision, { kind: 'allow' }>['effects'], query: boolean, text?: string): void {
     if (this.pooling === undefined) return;
-    for (const job of this.pooling.before(this.backend.link!.backend!, this.answers.status, effects, query)) this.sendInternal(job);
+    for (const job of this.pooling.before(this.backend.link!.backend!, this.answers.status, effects, query, text)) this.sendInternal(job);
   }
 
   private sendInternal(job: Internal): void {
@@ -430,6 +440,7 @@ export class Relay {
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
     if ((d.kind === 'allow' || d.kind === 'rewrite') && !this.ready(FrontendCode.Parse, frame, () => this.applyParse(frame, parse, d))) return;
     decisions.wire[d.kind].value++;
+    this.activity?.started(parse.sql, this.answers.status);
     if ((this.batchSql?.length ?? 0) < AUDIT_SQL_MAX_CHARS) this.batchSql = this.batchSql === undefined ? parse.sql : `${this.batchSql}\n${parse.sql}`;
     switch (d.kind) {
       case 'allow':
@@ -459,7 +470,9 @@ export class Relay {
   /** Bind, Describe, Execute, Close: forwarded, pooling mapping the statements they name. */
   private onBatchMessage(code: number, frame: Buffer): void {
     const pooling = this.pooling;
-    const batch = this.startBatch(this.batch === undefined && code === FrontendCode.Bind ? pooling?.statements.effectsOf(frame) : undefined);
+    const bound = this.batch === undefined && code === FrontendCode.Bind ? pooling?.statements.boundBy(frame) : undefined;
+    if (bound !== undefined) this.activity?.started(bound.text, this.answers.status);
+    const batch = this.startBatch(bound?.effects);
     const sent = pooling?.batchMessage(this.backend.link!.backend!, code, frame, batch);
     if (sent === undefined) return this.backend.toUpstream.add(frame);
     this.send(sent, frame);

@@ -17,6 +17,8 @@ export interface Restore {
   statement: number;
   end: number;
   sql: string;
+  /** What it sets, as effects (the backend holds those values after it: its bookkeeping follows). */
+  effects: SessionEffect[];
 }
 
 /** The restores a query string needs (none when no reset is followed by another statement). */
@@ -27,8 +29,11 @@ export function restoresAfterResets(effects: readonly (readonly SessionEffect[])
     for (const e of effects[i]!) {
       const all = e.kind === 'reset_all' || (e.kind === 'discard' && e.what === 'all');
       if (!all && e.kind !== 'reset') continue;
-      const calls = all ? everything(client, backend) : one(e.kind === 'reset' ? e.name : '', client, backend);
-      if (calls.length > 0) (out ??= []).push({ statement: i, end: e.end, sql: `SELECT ${calls.join(', ')}` });
+      const sets = all ? everything(client, backend) : one(e.kind === 'reset' ? e.name : '', client, backend);
+      if (sets.length === 0) continue;
+      // Other settings the client has from its start are noted as the backend's again (reported ones Postgres reports itself).
+      const effects = sets.filter(([name]) => client.other.defaultOf(name) !== undefined).map(([name, value]): SessionEffect => ({ kind: 'set', name, value }));
+      (out ??= []).push({ statement: i, end: e.end, sql: `SELECT ${sets.map(([name, value]) => call(name, value)).join(', ')}`, effects });
     }
   }
   return out;
@@ -37,24 +42,25 @@ export function restoresAfterResets(effects: readonly (readonly SessionEffect[])
 const call = (name: string, value: string) => `pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)`;
 
 /** Every start-up value of the client's that a reset on the backend would not return to, and what the proxy keeps there. */
-function everything(client: ClientState, backend: BackendState): string[] {
-  const calls: string[] = [];
+function everything(client: ClientState, backend: BackendState): [string, string][] {
+  const sets: [string, string][] = [];
   for (const [name, value] of client.startupReported) {
-    if (isChangeableReported(name, client.startupReported) && backend.login.get(name) !== value) calls.push(call(name, value));
+    if (isChangeableReported(name, client.startupReported) && backend.login.get(name) !== value) sets.push([name, value]);
   }
   for (const name of client.other.defaultNames()) {
     const value = client.other.defaultOf(name)?.value;
-    if (value !== undefined) calls.push(call(name, value));
+    if (value !== undefined) sets.push([name, value]);
   }
-  if (backend.hiddenTold) calls.push(call(HIDDEN_SETTING, backend.hiddenTold));
-  return calls;
+  if (backend.hiddenTold) sets.push([HIDDEN_SETTING, backend.hiddenTold]);
+  for (const [name, value] of backend.requestSettings ?? []) sets.push([name, value]);
+  return sets;
 }
 
 /** The start-up value of one setting, if the client has one of its own. */
-function one(name: string, client: ClientState, backend: BackendState): string[] {
+function one(name: string, client: ClientState, backend: BackendState): [string, string][] {
   for (const [reported, value] of client.startupReported) {
-    if (reported.toLowerCase() === name) return isChangeableReported(reported, client.startupReported) && backend.login.get(reported) !== value ? [call(reported, value)] : [];
+    if (reported.toLowerCase() === name) return isChangeableReported(reported, client.startupReported) && backend.login.get(reported) !== value ? [[reported, value]] : [];
   }
   const value = client.other.defaultOf(name)?.value;
-  return value === undefined ? [] : [call(name, value)];
+  return value === undefined ? [] : [[name, value]];
 }

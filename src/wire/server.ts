@@ -22,6 +22,8 @@ import { MessageBudget } from './large-messages.js';
 import { loadLargeObjectFunctions } from './large-objects.js';
 import { StartupSettings } from './startup-settings.js';
 import { SequenceFreeTables } from './sequences.js';
+import { schemaChanged } from './schema-generation.js';
+import { Activities } from './activity.js';
 import { PIN_REASONS, type PinReason } from './client-state.js';
 
 /** How long terminated clients get to read their FATAL before `close` cuts what is left. */
@@ -99,7 +101,10 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
   // Tables known to take no default from a sequence: forgotten at any schema change, and every
   // minute besides (a process that hears no schema events must not trust them long).
   const sequenceFree = new SequenceFreeTables();
-  const unwatchSchema = deps.control.onSchemaChange(() => sequenceFree.clear());
+  const unwatchSchema = deps.control.onSchemaChange(() => {
+    sequenceFree.clear();
+    schemaChanged(); // statements prepared before it may plan on what changed (prepared.ts)
+  });
   const forgetting = setInterval(() => sequenceFree.clear(), SEQUENCE_FREE_MS);
   forgetting.unref();
   let draining = false;
@@ -115,6 +120,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     largeObjects: loadLargeObjectFunctions((sql) => cluster.admin.query<{ oid: number; proname: string }>(sql), log),
     cancels: new CancelRegistry(deps.cancelPeers),
     sequenceFree,
+    activities: new Activities(),
     tls: await loadTls(config),
     throttle: new FailureThrottle(),
     secret: cluster.secret,

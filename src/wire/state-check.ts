@@ -7,8 +7,10 @@ import { SENDERS_PREFIX } from '../policy/index.js';
 
 /** What a backend holds that the proxy may not have seen made (see `checkSql`). */
 export interface CheckResult {
-  /** Session-level settings (pg_settings' source `session`): name → value. */
+  /** Session-level settings (pg_settings' source `session`, and custom ones with a value): name → value. */
   settings: ReadonlyMap<string, string>;
+  /** Custom settings (of the names asked for) that exist in the session, empty ones too. */
+  present: ReadonlySet<string>;
   temp: boolean;
   locks: boolean;
   listens: boolean;
@@ -53,13 +55,16 @@ export function checkSql(): string {
     "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory'),",
     `EXISTS (SELECT FROM pg_catalog.pg_listening_channels() c WHERE NOT pg_catalog.starts_with(c, '${SENDERS_PREFIX}')),`,
     'EXISTS (SELECT FROM pg_catalog.pg_cursors WHERE is_holdable),',
-    names.length === 0 ? "'{}'" : `(SELECT coalesce(json_object_agg(n, v), '{}') FROM (SELECT n, pg_catalog.current_setting(n, true) AS v FROM pg_catalog.unnest(ARRAY[${names.join(', ')}]::text[]) n) s WHERE v <> '')::text`,
+    // Custom settings that exist (empty ones too: set once, a name stays in the session).
+    names.length === 0 ? "'{}'" : `(SELECT coalesce(json_object_agg(n, v), '{}') FROM (SELECT n, pg_catalog.current_setting(n, true) AS v FROM pg_catalog.unnest(ARRAY[${names.join(', ')}]::text[]) n) s WHERE v IS NOT NULL)::text`,
   ].join(' ');
 }
 
 /** The check's one row, as its text columns. */
 export function parseCheck(row: readonly (string | null)[]): CheckResult {
-  const named = [...Object.entries(JSON.parse(row[0] ?? '{}') as Record<string, string>), ...Object.entries(JSON.parse(row[5] ?? '{}') as Record<string, string>)];
+  const custom = Object.entries(JSON.parse(row[5] ?? '{}') as Record<string, string>);
+  const named = [...Object.entries(JSON.parse(row[0] ?? '{}') as Record<string, string>), ...custom.filter(([, value]) => value !== '')];
   const settings = new Map(named.map(([name, value]) => [name.toLowerCase(), value]));
-  return { settings, temp: row[1] === 't', locks: row[2] === 't', listens: row[3] === 't', cursors: row[4] === 't' };
+  const present = new Set(custom.map(([name]) => name.toLowerCase()));
+  return { settings, present, temp: row[1] === 't', locks: row[2] === 't', listens: row[3] === 't', cursors: row[4] === 't' };
 }

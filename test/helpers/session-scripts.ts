@@ -86,7 +86,9 @@ const SHOWS = [
 const PROTOCOL_TEXTS: [string, (c: number) => (string | null)[]][] = [
   ['SELECT $1::int + 1', () => ['41']],
   ['SELECT v FROM kv WHERE k = $1', (c) => [String(c)]],
-  ['SELECT * FROM shape', () => []],
+  // Not `SELECT *`: a statement prepared before a change of its result columns is the one
+  // difference docs/pooling.md lists (it runs with the new columns where Postgres refuses it).
+  ['SELECT a FROM shape', () => []],
   ['SELECT count(*) FROM items', () => []],
   ["SELECT current_setting('TimeZone')", () => []],
   ['SELECT nextval($1)', () => ['s']],
@@ -129,7 +131,8 @@ function holds(m: Model): boolean {
 }
 
 function pin(m: Model, what: string): void {
-  (m.tx === 'none' ? m.pins : m.txPins).add(what);
+  // A session advisory lock outlives a transaction that rolls back; the other pins do not.
+  (m.tx === 'none' || what === 'lock' ? m.pins : m.txPins).add(what);
 }
 
 function unpin(m: Model, test: (p: string) => boolean): void {
@@ -308,7 +311,7 @@ function anywhere(rnd: Random, m: Model, c: number, n: number, inTx: boolean): R
     case 7:
       return extended(rnd, m, c);
     case 8:
-      return q(pick(rnd, ['PREPARE q0 (int) AS SELECT $1 * 2', 'PREPARE q1 AS SELECT * FROM shape', 'EXECUTE q0(21)', 'EXECUTE q1', 'DEALLOCATE q0', 'DEALLOCATE q1']));
+      return q(pick(rnd, ['PREPARE q0 (int) AS SELECT $1 * 2', 'PREPARE q1 AS SELECT a FROM shape', 'EXECUTE q0(21)', 'EXECUTE q1', 'DEALLOCATE q0', 'DEALLOCATE q1']));
     case 9:
       return q(pick(rnd, [`SELECT f_set('myapp.f', 'f${n}')`, 'SELECT f_one()', "DO $$BEGIN PERFORM set_config('myapp.d', 'd', false); END$$", 'DO $$BEGIN PERFORM 1; END$$']));
     case 10:

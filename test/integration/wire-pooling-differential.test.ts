@@ -19,7 +19,7 @@ import { startTestService, type TestService } from '../helpers/service.js';
 
 const CLIENTS = 12;
 const BACKENDS = 3;
-const SEEDS = (process.env.REPOBASE_POOLING_SEEDS ?? '1,2,3,4').split(',').map(Number);
+const SEEDS = (process.env.REPOBASE_POOLING_SEEDS ?? '1,2,3,4,5,6').split(',').map(Number);
 const STEPS = Number(process.env.REPOBASE_POOLING_STEPS ?? 300);
 
 let pooled: TestService;
@@ -72,11 +72,11 @@ async function play(script: Script, run: Run): Promise<Outcome> {
   const clients: ScriptClient[] = [];
   for (const params of script.startup) clients.push(await run.connect(params));
   const pids = new Map(clients.map((c, i) => [c.processId, i]));
+  // Process ids in values and messages name clients; a row description's numbers are type oids.
   const normal = (line: string): string =>
-    line
-      .replaceAll(run.user, 'U')
-      .replace(/\b\d{3,}\b/g, (n) => (pids.has(Number(n)) ? `<client ${pids.get(Number(n))}>` : n))
-      .replace(/:(\d{5,})\b/g, (m, oid: string) => (Number(oid) >= 16384 ? ':<oid>' : m));
+    line.startsWith('T ')
+      ? line.replaceAll(run.user, 'U').replace(/:(\d{5,})\b/g, (m, oid: string) => (Number(oid) >= 16384 ? ':<oid>' : m))
+      : line.replaceAll(run.user, 'U').replace(/\b\d{3,}\b/g, (n) => (pids.has(Number(n)) ? `<client ${pids.get(Number(n))}>` : n));
   const steps: string[][] = [];
   try {
     for (const step of script.steps) {
@@ -133,8 +133,7 @@ afterAll(async () => {
   await session?.stop();
 });
 
-// Runs by hand only (REPOBASE_POOLING_SEEDS) until the differences it finds today are mended.
-describe.runIf(process.env.REPOBASE_POOLING_SEEDS !== undefined)(`${CLIENTS} clients on ${BACKENDS} backends answer as on backends of their own`, () => {
+describe(`${CLIENTS} clients on ${BACKENDS} backends answer as on backends of their own`, () => {
   for (const seed of SEEDS) {
     it(`seed ${seed}: every step as Postgres answers it directly, pooled and in session mode`, async () => {
       const script = generateScript(seed, { clients: CLIENTS, steps: STEPS, maxHolders: BACKENDS - 1 });

@@ -17,7 +17,7 @@ let svc: TestService;
 let alice: { name: string; key: string };
 
 beforeAll(async () => {
-  svc = await startTestService({ pgSessionsPerUser: 3 });
+  svc = await startTestService({ pgSessionsPerUser: 1 });
   alice = await svc.user('alice');
   await svc.control.createRepo({ owner: alice.name, repo: 'py' });
 });
@@ -30,6 +30,14 @@ describe('psycopg 3 over TLS', () => {
   it('reads large results and COPY TO 300 times without a hang (TLS records no larger than Postgres writes)', async () => {
     const dsn = `host=127.0.0.1 port=${svc.pgPort} dbname=repobase user=${alice.name} password=${alice.key} sslmode=require`;
     const r = await run(PYTHON, [join(fixtures, 'tls_large_results.py'), dsn, '300'], { timeoutMs: 60_000 });
+    expect(r.stdout.trim(), r.stderr).toBe('ok');
+  }, 90_000);
+});
+
+describe('asyncpg, every connection on one backend', () => {
+  it('after ALTER TABLE and ALTER TYPE, a statement prepared again under a new name and by a new connection gets the new shape', async () => {
+    const dsn = `postgresql://${alice.name}:${alice.key}@127.0.0.1:${svc.pgPort}/${encodeURIComponent(`${alice.name}/py`)}`;
+    const r = await run(PYTHON, [join(fixtures, 'asyncpg_schema_changes.py'), dsn], { timeoutMs: 60_000 });
     expect(r.stdout.trim(), r.stderr).toBe('ok');
   }, 90_000);
 });

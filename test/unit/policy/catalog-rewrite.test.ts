@@ -110,7 +110,8 @@ describe('left alone', () => {
     ['SELECT * FROM orders', allow],
     ['SELECT * FROM pg_catalog.pg_am', allow],
     ['SELECT * FROM pg_settings', allow],
-    ['SELECT * FROM pg_prepared_statements', allow],
+    // The session's own statements: a pooled client's, not its backend's (session-stand-ins.ts).
+    ['SELECT * FROM pg_prepared_statements', rewrite('SELECT * FROM repobase_catalog.pg_prepared_statements')],
     ["SELECT 'pg_class'::regclass", allow],
     ['WITH pg_class AS (SELECT 1 AS relname) SELECT relname FROM pg_class', allow],
     ['SELECT pg_class.relname FROM orders AS pg_class', allow],

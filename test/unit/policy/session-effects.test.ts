@@ -51,7 +51,7 @@ describe('settings', () => {
     ["SET LOCAL app.X = 'y'", one({ kind: 'defines', name: 'app.x' })],
     ['SHOW app.x', one({ kind: 'show', name: 'app.x', start: 0, end: 10 })],
     ["SELECT current_setting('app.x', true), current_setting($1)", one({ kind: 'reads_custom' })],
-    ["SELECT set_tenant('app.tenant', 'x')", one({ kind: 'call', name: 'set_tenant' }, { kind: 'names', names: ['app.tenant'] })],
+    ["SELECT set_tenant('app.tenant', 'x')", one({ kind: 'call', name: 'set_tenant' }, { kind: 'names', names: ['app.tenant'], ran: true })],
     ["SET TIME ZONE 'Europe/Paris'", one({ kind: 'set_text', name: 'timezone' })],
     ['SET application_name = x', one({ kind: 'set_text', name: 'application_name' })],
     ['SET "App.X" TO 1', one({ kind: 'set_text', name: 'app.x' })],
@@ -116,6 +116,7 @@ describe('state that pins a client to its backend, and what ends it', () => {
     ['CREATE TEMP TABLE t AS SELECT 1', one({ kind: 'temp' })],
     ['CREATE FUNCTION pg_temp.f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$', one({ kind: 'temp' })],
     ['DISCARD TEMP', one({ kind: 'discard', what: 'temp' })],
+    ['DROP TABLE t, pg_temp.u', one({ kind: 'drop' })],
     ['SELECT pg_advisory_lock(1)', one({ kind: 'lock', surely: true })],
     ['SELECT pg_catalog.pg_try_advisory_lock_shared(1, 2)', one({ kind: 'lock', surely: false })],
     ['SELECT pg_advisory_xact_lock(1)', one({ kind: 'call', name: 'pg_advisory_xact_lock' })],
@@ -139,7 +140,8 @@ describe('state that pins a client to its backend, and what ends it', () => {
     ["COPY \"Orders 2024\" FROM STDIN", one({ kind: 'sequence_write', table: '"Orders 2024"' })],
     ['UPDATE t SET a = DEFAULT', one({ kind: 'sequence_write', table: '"t"' })],
     ['SELECT pg_backend_pid(), pg_catalog.pg_backend_pid()', one({ kind: 'backend_pid' })],
-    ['SELECT a.pid FROM pg_stat_activity a JOIN pg_catalog.pg_locks l USING (pid)', one({ kind: 'backend_pid' })],
+    ['SELECT a.pid FROM pg_stat_activity a JOIN pg_catalog.pg_locks l USING (pid)', one({ kind: 'backend_pid' }, { kind: 'reads_sessions', what: 'activity' })],
+    ['SELECT name FROM pg_prepared_statements', one({ kind: 'reads_sessions', what: 'statements' })],
   ])('%s', async (sql, expected) => {
     expect(await effectsOf(sql)).toEqual(expected);
   });
@@ -161,9 +163,9 @@ describe('code out of the policy sight', () => {
 
   test('a function body names the custom settings it may set: no effect now, names to look for later', async () => {
     expect(await effectsOf("CREATE FUNCTION \"alice/sales\".f() RETURNS void LANGUAGE sql AS $$ SELECT set_config('App.B', 'c', false) $$")).toEqual(
-      one({ kind: 'names', names: ['app.b'] }),
+      one({ kind: 'names', names: ['app.b'], ran: false }),
     );
-    expect(await effectsOf("DO $$ BEGIN SET app.t = 'x'; END $$")).toEqual(one({ kind: 'unknown' }, { kind: 'names', names: ['app.t'] }));
+    expect(await effectsOf("DO $$ BEGIN SET app.t = 'x'; END $$")).toEqual(one({ kind: 'unknown' }, { kind: 'names', names: ['app.t'], ran: true }));
   });
 
   test('each statement of a string has its own list', async () => {
