@@ -12,7 +12,6 @@ import { boolConst, nodeOf, stringConst, type Json } from './json.js';
 import { splitIdentifiers } from './names.js';
 import { refusals } from './refusals.js';
 import { citusSettingRefusal } from './citus.js';
-import { readingSettingRefusal } from './settings.js';
 import type { Walker } from './walker.js';
 
 /** A string constant, also through casts (`'x'::text`). */
@@ -110,9 +109,6 @@ function setConfig(w: Walker, names: readonly string[], args: readonly Json[], l
     noteFunctionRedirect(w, names, location, 'set_config()');
   } else if (citusSettingRefusal(setting)) {
     w.refuse(citusSettingRefusal(setting)!);
-  } else if (setting === 'standard_conforming_strings' || setting === 'client_encoding') {
-    const refusal = readingSettingRefusal(setting, constString(args[1]) ?? '?');
-    if (refusal) w.refuse(refusal);
   } else if (setting === 'search_path') {
     const value = constString(args[1]);
     const local = boolConst(args[2]);

@@ -111,16 +111,11 @@ export const refusals = {
     code: unsupported,
     message: `${fn}() needs a constant ${what} here, so repobase can tell what it changes`,
   }),
-  /** Settings that change how statement text is read: the policy's reading must stay Postgres'. */
-  readingSetting: (name: string, value: string): Refusal => ({
-    code: unsupported,
-    message: `${name} ${value} is not supported: repobase checks every statement as Postgres reads it, and cannot decode this encoding exactly`,
-    hint: 'use UTF8, or another encoding Postgres and repobase both read (LATIN1…LATIN10, WIN1250…WIN1258, KOI8R, SJIS, EUC_JP, GBK, BIG5, …; see docs/encodings.md)',
-  }),
+  /** A statement with non-ASCII text in a client_encoding the proxy cannot decode exactly (EUC_TW, JOHAB, MULE_INTERNAL…). */
   changedReading: (name: string, value: string): Refusal => ({
     code: unsupported,
-    message: `${name} is ${value} in this session (changed by a function), so Postgres could read this statement differently from the check`,
-    hint: `run RESET ${name} (or reconnect), then send the statement again`,
+    message: `${name} is ${value} in this session, which repobase cannot decode exactly: only statements in ASCII pass, so that Postgres reads them as the check does`,
+    hint: `write other characters as escapes (U&'\\4E2D'), or use an encoding repobase reads (SET ${name} TO UTF8; see docs/encodings.md)`,
   }),
   otherLanguage: (language: string): Refusal => ({
     code: unsupported,

@@ -5,7 +5,6 @@ import type { Refusal } from './facts.js';
 import { arr, obj, str, stringConst, type JsonObject } from './json.js';
 import { refusals } from './refusals.js';
 import { citusSettingRefusal } from './citus.js';
-import { readingSettingRefusal } from './settings.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
 const r = refusals;
@@ -82,8 +81,6 @@ function variableSet(w: Walker, n: JsonObject): void {
   const resets = kind === 'VAR_RESET' || kind === 'VAR_SET_DEFAULT';
   const citus = resets ? undefined : citusSettingRefusal(name);
   if (citus) return w.refuse(citus);
-  const reading = readingSettingRefusal(name, resets ? undefined : arr(n.args).map((a) => stringConst(a) ?? '').join(','));
-  if (reading) return w.refuse(reading);
   if (name !== 'search_path' || kind === 'VAR_SET_CURRENT') return;
   if (w.ctx.body) return;
   const local = n.is_local === true ? ({ local: true } as const) : undefined;

@@ -4,18 +4,6 @@ import type { Refusal } from './facts.js';
 import { refusals } from './refusals.js';
 
 /**
- * Every client_encoding repobase can decode exactly (shared/client-encoding.ts) and either
- * standard_conforming_strings may be set: the front ends judge each statement as Postgres reads
- * it with them. An encoding it cannot decode exactly (EUC_TW, JOHAB, MULE_INTERNAL, the JIS X
- * 0213 variants) is refused (`value` undefined = back to the default, which is fine).
- */
-export function readingSettingRefusal(name: string, value: string | undefined): Refusal | undefined {
-  if (value === undefined) return undefined;
-  if (name === 'client_encoding' && clientText(value) === undefined) return refusals.readingSetting(name, value);
-  return undefined;
-}
-
-/**
  * Why Postgres may read `sql` differently from the policy's parser with the reading settings at
  * `reading` (as the server last reported them: a function can change them with `set_config`, out
  * of the policy's sight), or undefined when it reads the same: in pure ASCII, every client

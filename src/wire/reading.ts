@@ -32,8 +32,11 @@ function changesReading(e: SessionEffect): boolean {
   return (e.kind === 'set' || e.kind === 'set_text' || e.kind === 'reset' || e.kind === 'set_unknown') && READING_NAMES.has(e.name.toLowerCase());
 }
 
-/** An encoding the proxy cannot decode exactly, set by a function: read as UTF-8, and only ASCII statements pass (`misread`). */
-export const UNREADABLE: ClientText = { ...UTF8_TEXT };
+/**
+ * An encoding the proxy cannot decode exactly (EUC_TW, JOHAB, MULE_INTERNAL…): read byte for
+ * byte, so that a statement beyond ASCII is refused as such (`misread`), not as invalid text.
+ */
+export const UNREADABLE: ClientText = { ...clientText('LATIN1')!, encoding: 'UNREADABLE' };
 
 /** The text of a client_encoding, kept for the name last asked (it rarely changes). */
 export class TextOf {

@@ -5,7 +5,6 @@
  * client_encoding the proxy cannot decode exactly, is refused.
  */
 import { quoteIdent, splitIdentifiers } from '../policy/names.js';
-import { readingSettingRefusal } from '../policy/settings.js';
 import { citusSettingRefusal } from '../policy/citus.js';
 import { PgError, SqlState } from '../shared/errors.js';
 
@@ -73,8 +72,6 @@ export function upstreamStartup(client: Readonly<Record<string, string>>, repoPa
     }
     const citus = citusSettingRefusal(key);
     if (citus) throw new PgError(citus.code, citus.message, { severity: 'FATAL', hint: 'remove it from the connection options' });
-    const reading = readingSettingRefusal(key, value);
-    if (reading) throw new PgError(reading.code, reading.message, { severity: 'FATAL', hint: reading.hint });
     params[name] = value;
   };
   for (const [name, value] of Object.entries(client)) {
