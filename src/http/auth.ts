@@ -97,7 +97,7 @@ async function cookie(req: FastifyRequest, reply: FastifyReply, control: Control
   // Sliding expiry: the browser's copy must live as long as the renewed session.
   if (session.renewed) setSessionCookie(req, reply, id, opts.cookieSecure);
   req.webSession = { ...session, id };
-  return { user: session.user, keyId: session.label };
+  return { user: session.user, keyId: session.label, role: session.user };
 }
 
 /** The request is `principal`'s: its log lines say so from here on. */
