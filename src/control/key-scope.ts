@@ -6,6 +6,7 @@
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import { parseRepoRef } from './names.js';
+import { keyLabel } from '../shared/key-words.js';
 
 export type KeyAccess = 'full' | 'read' | 'write';
 
@@ -59,31 +60,16 @@ export function keyFromRequest(req: KeyRequest, now = new Date()): KeyMeta {
   return { name, access, repos, expiresAt };
 }
 
-/** How messages name a key: `API key "dashboard" (rb_0123456789ab)`, or by its prefix alone when unnamed. */
-export function keyLabel(id: string, meta: Pick<KeyMeta, 'name'>): string {
-  return meta.name ? `API key "${meta.name}" (rb_${id})` : `API key rb_${id}`;
-}
-
-/** What the key reaches, in words: `read access to alice/sales` or `write access to every repo of alice`. */
-export function scopeWords(user: string, meta: Pick<KeyMeta, 'access' | 'repos'>): string {
-  const where = meta.repos === null ? `every repo of ${user}` : meta.repos.join(', ');
-  return `${meta.access} access to ${where}`;
-}
-
-/** The hint of every refusal of a key's scope: how to get a wider key. */
-export const WIDER_KEY_HINT =
-  'create a key that reaches it: POST /api/v1beta/keys/ with "repos" and "access" (or `repobase key create --repo … --access …`), or use a full key';
-
 /** 28P01/28000 for a key used after its expiry, saying when. */
 export function expiredKey(id: string, meta: KeyMeta, code: string = SqlState.InvalidPassword): PgError {
-  return new PgError(code, `${keyLabel(id, meta)} expired at ${meta.expiresAt?.toISOString() ?? '?'}`, {
+  return new PgError(code, `${keyLabel(id, meta.name)} expired at ${meta.expiresAt?.toISOString() ?? '?'}`, {
     hint: 'create a new key (POST /api/v1beta/keys/ or `repobase key create`)',
   });
 }
 
 /** The 42501 of a request a scoped key may never make (keys, repos, sharing, the console). */
 export function notWithScopedKey(id: string, meta: KeyMeta, what: string): PgError {
-  return new PgError(SqlState.InsufficientPrivilege, `${what} needs a full API key: ${keyLabel(id, meta)} has ${meta.access} access to ${meta.repos === null ? 'the repos of its user' : meta.repos.join(', ')}`, {
+  return new PgError(SqlState.InsufficientPrivilege, `${what} needs a full API key: ${keyLabel(id, meta.name)} has ${meta.access} access to ${meta.repos === null ? 'the repos of its user' : meta.repos.join(', ')}`, {
     hint: 'use a full key (one made without "repos" and "access"), or the console',
   });
 }

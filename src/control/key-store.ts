@@ -13,7 +13,8 @@ import type { Logger } from '../shared/logger.js';
 import { inTransaction } from './db.js';
 import { CACHE_TTL_MS } from './events.js';
 import { createKeyRole, dropKeyRole, grantedScope, keyRoleName, terminateRoleBackends } from './key-roles.js';
-import { expiredKey, isScoped, keyFromRequest, keyLabel, type KeyMeta, type KeyRequest } from './key-scope.js';
+import { expiredKey, isScoped, keyFromRequest, type KeyMeta, type KeyRequest } from './key-scope.js';
+import { keyLabel } from '../shared/key-words.js';
 import { insertKey, invalidKey, listKeys, loadKey, loadScramCredentials, parseKey, revokeKey, secretMatches, type KeyInfo, type NewKey, type Principal, type ScramCredentials, type StoredKey } from './keys.js';
 import { LastUsedRecorder } from './last-used.js';
 import { CONTROL_SCHEMA } from './migrations.js';
@@ -231,10 +232,10 @@ export class KeyStore {
     clearTimeout(w.timer);
     const reason =
       why === 'expired'
-        ? `terminating connection: ${keyLabel(id, w.meta)} expired at ${w.meta.expiresAt?.toISOString()}`
+        ? `terminating connection: ${keyLabel(id, w.meta.name)} expired at ${w.meta.expiresAt?.toISOString()}`
         : why === 'revoked'
-          ? `terminating connection: ${keyLabel(id, w.meta)} was revoked`
-          : `terminating connection: the user "${w.user}" of ${keyLabel(id, w.meta)} was deleted`;
+          ? `terminating connection: ${keyLabel(id, w.meta.name)} was revoked`
+          : `terminating connection: the user "${w.user}" of ${keyLabel(id, w.meta.name)} was deleted`;
     const error = new PgError(SqlState.AdminShutdown, reason, { hint: 'connect again with another API key' });
     for (const watcher of w.watchers) watcher.cancel(error);
   }

@@ -31,7 +31,7 @@
 // refuses it, and their roles hold no CREATE).
 
 /** The comment the policy puts in a write key's DDL: objects to lend for the command. */
-export const LEND_COMMENT_PREFIX = '/*repobase:own ';
+export { LEND_COMMENT_PREFIX } from '../policy/key-scope.js';
 
 /** The event triggers of migration 12 (database-wide names, prefixed with the service's). */
 export const KEY_EVENT_TRIGGERS = ['repobase_key_ddl_start', 'repobase_key_ddl_end'] as const;

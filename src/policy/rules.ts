@@ -2,10 +2,11 @@
 // roles), repo creation, LISTEN/NOTIFY channels, and statements that name nothing.
 import { channelStatement } from './channels.js';
 import type { Refusal } from './facts.js';
-import { arr, obj, str, stringConst, type JsonObject } from './json.js';
+import { arr, fieldsOf, obj, str, stringConst, type Json, type JsonObject } from './json.js';
 import { refusals } from './refusals.js';
 import { citusSettingRefusal } from './citus.js';
 import { readingSettingRefusal } from './settings.js';
+import { noteReadOnlySetting } from './functions.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
 const r = refusals;
@@ -81,6 +82,9 @@ function variableSet(w: Walker, n: JsonObject): void {
     return;
   }
   const resets = kind === 'VAR_RESET' || kind === 'VAR_SET_DEFAULT';
+  // A reset returns to the role's setting: a read key's role keeps its transactions read-only.
+  if (kind === 'VAR_SET_MULTI') readWriteOptions(w, n.args);
+  else if (!resets) noteReadOnlySetting(w, name, arr(n.args).map((a) => stringConst(a) ?? '').join(','));
   const citus = resets ? undefined : citusSettingRefusal(name);
   if (citus) return w.refuse(citus);
   const reading = readingSettingRefusal(name, resets ? undefined : arr(n.args).map((a) => stringConst(a) ?? '').join(','));
@@ -112,6 +116,21 @@ export function functionSetting(n: JsonObject): Refusal | undefined {
   return citusSettingRefusal(name);
 }
 
+/** `READ WRITE` among transaction options (BEGIN, START TRANSACTION, SET TRANSACTION, SET SESSION CHARACTERISTICS). */
+function readWriteOptions(w: Walker, options: Json | undefined): void {
+  for (const option of arr(options)) {
+    const def = fieldsOf(option, 'DefElem');
+    if (str(def?.defname) !== 'transaction_read_only') continue;
+    const value = fieldsOf(def?.arg, 'A_Const');
+    if (obj(value?.ival)?.ival !== 1) w.facts.readWrite = true;
+  }
+}
+
+function transaction(w: Walker, n: JsonObject, scope: Scope): void {
+  readWriteOptions(w, n.options);
+  w.rest(n, [], 'read', scope);
+}
+
 function discard(w: Walker, n: JsonObject): void {
   if (str(n.target) === 'DISCARD_ALL' && !w.ctx.body) w.facts.settings.push({ kind: 'reset_search_path' });
 }
@@ -135,7 +154,7 @@ export const ruleHandlers: ReadonlyArray<[string, HandlerEntry]> = [
   ['ListenStmt', { handle: (w, n) => channelStatement(w, n, true), command: 'LISTEN' }],
   ['NotifyStmt', { handle: (w, n) => channelStatement(w, n, false), command: 'NOTIFY' }],
   ['UnlistenStmt', { handle: (w, n) => channelStatement(w, n, false), command: 'UNLISTEN' }],
-  ['TransactionStmt', { handle: plain, command: 'TRANSACTION' }],
+  ['TransactionStmt', { handle: transaction, command: 'TRANSACTION' }],
   ['VariableShowStmt', { handle: plain, command: 'SHOW' }],
   ['FetchStmt', { handle: plain, command: 'FETCH' }],
   ['ClosePortalStmt', { handle: plain, command: 'CLOSE' }],
