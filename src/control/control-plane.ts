@@ -358,9 +358,13 @@ export class ControlPlane {
     return this.keys.peek(key);
   }
 
-  /** Ends what runs with the principal's key (`watcher.cancel`) when the key is revoked or expires; returns the unwatch. */
-  watchKey(principal: Principal, watcher: KeyWatcher): () => void {
-    return this.keys.watch(principal, watcher);
+  /** Ends what runs with the principal's key (`watcher.cancel`) when the key is revoked or expires, until `unwatchKey`. */
+  watchKey(principal: Principal, watcher: KeyWatcher): void {
+    this.keys.watch(principal, watcher);
+  }
+
+  unwatchKey(principal: Principal, watcher: KeyWatcher): void {
+    this.keys.unwatch(principal, watcher);
   }
 
   /** Drops the roles of expired scoped keys now (the serving instances do it every minute). */

@@ -19,7 +19,7 @@
  * the sweep.
  */
 import { escapeIdentifier, escapeLiteral } from 'pg';
-import { rolePasswordVerifier } from '../upstream/roles.js';
+import { rolePasswordVerifier, tenantOf } from '../upstream/roles.js';
 import { query, type Queryable } from './db.js';
 import type { KeyMeta } from './key-scope.js';
 import { CONTROL_SCHEMA } from './migrations.js';
@@ -35,11 +35,6 @@ export function keyRoleName(user: string, id: string): string {
   return `${user}#${id}`;
 }
 
-/** The user of a key role (`alice` for `alice#0123456789ab`); the role itself for a user's own. */
-export function tenantOf(role: string): string {
-  const hash = role.indexOf('#');
-  return hash < 0 ? role : role.slice(0, hash);
-}
 
 /** What a key role gets on one repo: reads, the writes of a collaborator, or those and the structure of an owner. */
 export type KeyLevel = RepoAccess;

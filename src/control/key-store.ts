@@ -24,7 +24,8 @@ import type { Rights } from './control-plane.js';
 
 /** What runs with a key and must end with it: a REST statement's cancel flag, a wire session. */
 export interface KeyWatcher {
-  cancel(reason: PgError): void;
+  /** `reason`: why, in words (`API key "etl" (rb_…) was revoked`). */
+  cancel(reason: string): void;
 }
 
 interface Watched {
@@ -192,12 +193,11 @@ export class KeyStore {
   // ── ending what runs with a key ───────────────────────────────────────────────────────
 
   /**
-   * Calls `watcher.cancel` (with a 57P01 naming the reason) when the principal's key is revoked,
-   * expires, or its user is deleted; returns the function that stops watching. Nothing for a
-   * console session.
+   * Calls `watcher.cancel` (with the reason in words) when the principal's key is revoked,
+   * expires, or its user is deleted, until `unwatch`. Nothing for a console session.
    */
-  watch(principal: Principal, watcher: KeyWatcher): () => void {
-    if (principal.key === undefined) return noop;
+  watch(principal: Principal, watcher: KeyWatcher): void {
+    if (principal.key === undefined) return;
     const id = principal.keyId;
     let w = this.watched.get(id);
     if (w === undefined) {
@@ -206,13 +206,14 @@ export class KeyStore {
       this.arm(id, w);
     }
     w.watchers.add(watcher);
-    const entry = w;
-    return () => {
-      entry.watchers.delete(watcher);
-      if (entry.watchers.size > 0 || this.watched.get(id) !== entry) return;
-      clearTimeout(entry.timer);
-      this.watched.delete(id);
-    };
+  }
+
+  /** Stops `watch`. */
+  unwatch(principal: Principal, watcher: KeyWatcher): void {
+    const w = this.watched.get(principal.keyId);
+    if (w === undefined || !w.watchers.delete(watcher) || w.watchers.size > 0) return;
+    clearTimeout(w.timer);
+    this.watched.delete(principal.keyId);
   }
 
   /** The timer that ends the key's watchers at its expiry. */
@@ -230,14 +231,10 @@ export class KeyStore {
     if (w === undefined) return;
     this.watched.delete(id);
     clearTimeout(w.timer);
+    const label = keyLabel(id, w.meta.name);
     const reason =
-      why === 'expired'
-        ? `terminating connection: ${keyLabel(id, w.meta.name)} expired at ${w.meta.expiresAt?.toISOString()}`
-        : why === 'revoked'
-          ? `terminating connection: ${keyLabel(id, w.meta.name)} was revoked`
-          : `terminating connection: the user "${w.user}" of ${keyLabel(id, w.meta.name)} was deleted`;
-    const error = new PgError(SqlState.AdminShutdown, reason, { hint: 'connect again with another API key' });
-    for (const watcher of w.watchers) watcher.cancel(error);
+      why === 'expired' ? `${label} expired at ${w.meta.expiresAt?.toISOString()}` : why === 'revoked' ? `${label} was revoked` : `the user "${w.user}" of ${label} was deleted`;
+    for (const watcher of w.watchers) watcher.cancel(reason);
   }
 
   /** A key changed somewhere (NOTIFY): its cache entry goes, and what runs with it ends if it is gone. */
@@ -309,8 +306,6 @@ export class KeyStore {
     await this.lastUsed.close();
   }
 }
-
-function noop(): void {}
 
 /** The principal of a key: its role is the user's own for a full key, the key's for a scoped one. */
 export function principalOf(id: string, user: string, meta: KeyMeta): Principal {

@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
 import { principalOf } from '../control/key-store.js';
+import { keyOfPrincipal } from '../control/audit.js';
 import { expiredKey } from '../control/key-scope.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import { hmac, proofMatches, scramAttributes, serverSignature, SCRAM_ITERATIONS } from '../shared/scram.js';
@@ -141,7 +142,7 @@ export async function authenticateClient(
     const principal = opts.method === 'scram-sha-256' ? await scram(queue, write, user, opts) : await cleartext(queue, write, user, opts);
     write(buildAuthenticationOk());
     opts.throttle.succeeded(address);
-    opts.control.audit.record({ action: 'login', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null });
+    opts.control.audit.record({ action: 'login', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null, ...keyOfPrincipal(principal) });
     return principal;
   } catch (err: unknown) {
     if (err instanceof PgError && err.code === SqlState.InvalidPassword) opts.control.audit.record({ action: 'login_failed', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null });

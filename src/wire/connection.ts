@@ -40,6 +40,9 @@ import { ClientState, type BuiltinFunctions } from './client-state.js';
 import { Pooling } from './pooling.js';
 import { sendersChannel } from './notifications.js';
 import { BASELINE, type StartupSettings } from './startup-settings.js';
+import { isScoped } from '../control/key-scope.js';
+import { keyOfPrincipal } from '../control/audit.js';
+import { keyLabel } from '../shared/key-words.js';
 
 export interface WireDeps {
   config: Config;
@@ -202,17 +205,19 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       throw fatal(SqlState.InvalidAuthorizationSpecification, 'password authentication needs an encrypted connection', 'connect with sslmode=require');
     }
     const write = (b: Buffer) => void socket.write(b);
-    const auditOrigin = { frontEnd: 'wire' as const, source: raw.remoteAddress ?? null, requestId: randomBytes(6).toString('hex') }; // the connection id
+    const connId = randomBytes(6).toString('hex');
     const principal = await authenticateClient(queue, write, user, raw.remoteAddress ?? '', {
       control: deps.control,
       method: deps.config.pgAuthMethod,
       secret: deps.secret,
       throttle: deps.throttle,
-      connId: auditOrigin.requestId,
+      connId,
     });
+    const auditOrigin = { frontEnd: 'wire' as const, source: raw.remoteAddress ?? null, requestId: connId, ...keyOfPrincipal(principal) };
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
-    await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
-    const role = principal.user;
+    await deps.control.rights(principal); // warm the cache the relay reads synchronously
+    // The user's own role, or a scoped key's (only its scope's privileges, DESIGN.md §10).
+    const role = principal.role;
     const { params } = upstreamParams;
     // Greet with what a login with these settings reports, and take an upstream backend only when
     // the client first sends something: idle clients cost no upstream backend.
@@ -249,7 +254,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         auditOrigin,
         responseTimeoutMs: deps.config.upstreamResponseTimeoutMs,
         sendTimeoutMs: deps.config.pgSendTimeoutMs,
-        largeObjects: deps.largeObjects,
+        largeObjects: isScoped(principal.key) ? scopedLargeObjects(principal.keyId, principal.key.name) : deps.largeObjects,
         largeMessages: deps.largeMessages,
         greeting,
         acquire: () => deps.pool.acquire(role, params),
@@ -257,8 +262,16 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         pooling,
         signal: (kind, processId) => deps.cancels.signal(kind, processId, role),
       },
-      () => deps.cancels.unregister(key.processId),
+      () => {
+        deps.cancels.unregister(key.processId);
+        deps.control.unwatchKey(principal, keyEnd);
+      },
     );
+    // A revocation or the expiry of the key ends the session (57P01 naming which), wherever it happens.
+    const keyEnd = {
+      cancel: (reason: string) => relay.terminate(new PgError(SqlState.AdminShutdown, `terminating connection: ${reason}`, { hint: 'connect again with another API key' })),
+    };
+    deps.control.watchKey(principal, keyEnd);
     const key = deps.cancels.register({
       user: role,
       cancel: () => relay.cancel(),
@@ -279,6 +292,15 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     if (!(err instanceof PgError)) log.error({ err }, 'wire start-up failed');
     if (!socket.destroyed) socket.end(buildErrorResponse(e, 'FATAL'));
   }
+}
+
+/** The large-object functions for a scoped key: none (large objects belong to the user, not to a repo). */
+function scopedLargeObjects(keyId: string, name: string): LargeObjectFunctions {
+  return {
+    call: () => {
+      throw new PgError(SqlState.InsufficientPrivilege, `${keyLabel(keyId, name)} cannot use large objects: they belong to the user, not to a repo`, { hint: 'use a full key' });
+    },
+  };
 }
 
 /** Closes a client idle outside a transaction for `ms` (57P05, as Postgres' idle_session_timeout). */

@@ -73,8 +73,8 @@ interface Run {
  * the answer comes without a promise when nothing had to be waited for.
  */
 function decide(deps: QueryDeps, principal: Principal, sql: string, req: FastifyRequest): Run | Promise<Run | { done: string }> {
-  const rights = deps.control.peekRights(principal.user);
-  const decided = rights ? deps.policy.decide(sql, rights, SESSION) : deps.control.rights(principal.user).then((r) => deps.policy.decide(sql, r, SESSION));
+  const rights = deps.control.peekRights(principal);
+  const decided = rights ? deps.policy.decide(sql, rights, SESSION) : deps.control.rights(principal).then((r) => deps.policy.decide(sql, r, SESSION));
   return decided instanceof Promise ? decided.then<Run | { done: string }>((d) => follow(deps, principal, sql, req, d)) : follow(deps, principal, sql, req, decided);
 }
 
@@ -125,12 +125,13 @@ async function stream(
   reply: FastifyReply,
   stop: CancelFlag,
 ): Promise<Readable | string> {
-  const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
+  // The user's own role, or a scoped key's: only the key's scope in Postgres too.
+  const session = deps.sessions.takeIdle(principal.role, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.role, deps.sessionSettings));
   let started: Started;
   try {
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), stop, settingFree);
   } catch (err: unknown) {
-    deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
+    deps.sessions.release(principal.role, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
     throw tagOrigin((err instanceof PgError && (await deps.control.explainError(err, sql))) || err, 'upstream');
   }
   const { statement } = started;
@@ -139,7 +140,7 @@ async function stream(
     // The whole answer came in the first batch (the common small query): one string, one write,
     // the session back in the pool before the answer leaves. (CSV streams always: its truncation
     // flag is a trailer, which only a chunked answer has.)
-    deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
+    deps.sessions.release(principal.role, deps.sessionSettings, session, statement.reusable);
     const outcome = statement.outcome;
     ran(deps, reply.request, principal, queryString, outcome.command, started.firstRows.length);
     return writer.head() + writer.rows(started.firstRows) + writer.end({ command: outcome.command, rowCount: outcome.rowCount, truncated: false });
@@ -184,7 +185,7 @@ function chunked({ deps, principal, queryString, format, reply, session, started
     // Cut short (row cap, client gone, cancelled): Postgres stops at once, and the session is
     // pooled again once it is idle.
     if (!statement.done) await statement.cancel();
-    deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
+    deps.sessions.release(principal.role, deps.sessionSettings, session, statement.reusable);
   };
   async function* pieces(): AsyncGenerator<string> {
     try {
@@ -221,17 +222,26 @@ function chunked({ deps, principal, queryString, format, reply, session, started
 
 /**
  * The flag that ends the request's statement: raised when the client goes away before the
- * answer is complete (a browser's fetch abort closes the connection), or by a cancel of its
- * `X-Query-Id`, registered until the answer ends.
+ * answer is complete (a browser's fetch abort closes the connection), by a cancel of its
+ * `X-Query-Id`, or by the revocation or expiry of its API key (with the reason), registered
+ * until the answer ends.
  */
 function requestStop(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): CancelFlag {
   const stop = new CancelFlag();
   const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, stop);
+  deps.control.watchKey(principal, stop);
   reply.raw.once('close', () => {
     unregister?.();
+    deps.control.unwatchKey(principal, stop);
     if (!reply.raw.writableFinished) stop.cancel();
   });
   return stop;
+}
+
+/** The error of a statement cancelled because its API key was revoked or expired (401, saying which). */
+function keyEnded(stop: CancelFlag, err: unknown): unknown {
+  if (stop.reason === undefined) return err;
+  return new PgError(SqlState.InvalidAuthorizationSpecification, `canceling statement: ${stop.reason}`, { hint: 'send it again with another API key' });
 }
 
 /** `POST /query/` and `POST /query/<id>/cancel`. */
@@ -264,10 +274,11 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
         return raw.send(writer.head() + writer.end({ command: next.done, rowCount: null, truncated: false }));
       }
       req.log.debug({ sql: sqlForLog(next.sql) }, 'running');
-      if (stop.cancelled) throw canceled();
+      if (stop.cancelled) throw keyEnded(stop, canceled());
       try {
         return raw.send(await stream(deps, principal, next, queryString, format, raw, stop));
       } catch (err: unknown) {
+        if (stop.reason !== undefined) throw keyEnded(stop, err);
         // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
         if (next.edits === undefined || !(err instanceof PgError) || err.position === undefined) throw err;
         throw tagOrigin(errorInOriginal(err, next.sql, queryString, next.edits), originOf(err) ?? 'upstream');
