@@ -5,11 +5,15 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ControlPlane, KeyInfo as StoredKey } from '../../control/control-plane.js';
+import { PgError, SqlState } from '../../shared/errors.js';
 import { fullPrincipalOf } from '../auth.js';
 import { audit } from '../metering.js';
 import { CreateKey, KeyInfo, KeyList, KeyParams, NewKey } from '../schemas.js';
 
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
+
+/** The fields of a request for a new key. */
+const KEY_FIELDS: ReadonlySet<string> = new Set(Object.keys(CreateKey.properties));
 
 function keyJson(k: StoredKey, now = Date.now()): KeyInfo {
   return {
@@ -43,10 +47,14 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = a
         body: CreateKey,
         response: { 201: NewKey },
       },
-      // The body is optional: none at all makes a full key, as before keys had a scope.
+      // The body is optional: none at all makes a full key, as before keys had a scope. A field
+      // it does not know is refused, not dropped: a misspelt "expires_at" must not make a key
+      // that never expires.
       preValidation: (req, _reply, done) => {
         req.body ??= {};
-        done();
+        const unknown = typeof req.body === 'object' ? Object.keys(req.body).find((k) => !KEY_FIELDS.has(k)) : undefined;
+        if (unknown === undefined) return done();
+        done(new PgError(SqlState.InvalidParameterValue, `unknown field "${unknown}"`, { hint: `fields: ${[...KEY_FIELDS].join(', ')}` }));
       },
     },
     async (req, reply) => {
