@@ -100,8 +100,10 @@ export function keyTriggersSql(control: string): string {
     END $fn$;
 
     -- The schema's default privileges of the user, granted on an object the key role created (the
-    -- user's GRANT as if the user had made it: a superuser's GRANT is recorded as the owner's).
-    CREATE FUNCTION ${c}.key_apply_defaults(classid oid, objid oid, owner_oid oid) RETURNS void
+    -- user's GRANT as if the user had made it: a superuser's GRANT is recorded as the owner's);
+    -- with only_to, those of that grantee alone (a lent object: its ACL entry for the key role
+    -- merged into the owner's while the key role owned it, and is given again).
+    CREATE FUNCTION ${c}.key_apply_defaults(classid oid, objid oid, owner_oid oid, only_to oid DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $fn$
@@ -123,6 +125,7 @@ export function keyTriggersSql(control: string): string {
         SELECT a.privilege_type, a.is_grantable, CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END AS grantee
           FROM pg_default_acl d CROSS JOIN LATERAL aclexplode(d.defaclacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
          WHERE d.defaclrole = owner_oid AND d.defaclnamespace IN (nsp, 0) AND d.defaclobjtype = objtype AND (a.grantee = 0 OR r.oid IS NOT NULL)
+           AND (only_to IS NULL OR a.grantee = only_to)
       LOOP
         EXECUTE format('GRANT %s ON %s %s TO %s%s', g.privilege_type, what, target, g.grantee, CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
       END LOOP;
@@ -192,6 +195,7 @@ export function keyTriggersSql(control: string): string {
       ctx text;
       bad record;
       obj record;
+      seq record;
       fresh boolean;
     BEGIN
       IF owner IS NULL THEN RETURN; END IF;
@@ -227,7 +231,7 @@ export function keyTriggersSql(control: string): string {
       END IF;
       -- Everything the key role owns goes to its user: tables first (their indexes, row types and
       -- column sequences go with them), then what is left. A fresh object (no ACL yet) gets the
-      -- user's default privileges of its schema.
+      -- user's default privileges of its schema; a lent one the key role's own grant again.
       FOR obj IN
         SELECT d.classid, d.objid FROM pg_shdepend d
          WHERE d.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -240,18 +244,18 @@ export function keyTriggersSql(control: string): string {
                    WHEN 'pg_class'::regclass THEN (SELECT c.relacl IS NULL FROM pg_class c WHERE c.oid = obj.objid)
                    WHEN 'pg_type'::regclass THEN (SELECT t.typacl IS NULL FROM pg_type t WHERE t.oid = obj.objid)
                    ELSE false END;
-        IF ${c}.key_set_owner(obj.classid, obj.objid, me, owner) AND fresh THEN
-          PERFORM ${c}.key_apply_defaults(obj.classid, obj.objid, owner_oid);
+        IF ${c}.key_set_owner(obj.classid, obj.objid, me, owner) THEN
+          PERFORM ${c}.key_apply_defaults(obj.classid, obj.objid, owner_oid, CASE WHEN fresh THEN NULL ELSE me END);
+          -- The sequences of a table's columns went with it: fresh ones get the defaults, lent ones the key's grant back.
+          IF obj.classid = 'pg_class'::regclass THEN
+            FOR seq IN
+              SELECT s.oid, s.relacl IS NULL AS fresh FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+               WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass AND d.refobjid = obj.objid AND d.deptype IN ('a', 'i')
+            LOOP
+              PERFORM ${c}.key_apply_defaults('pg_class'::regclass, seq.oid, owner_oid, CASE WHEN seq.fresh THEN NULL ELSE me END);
+            END LOOP;
+          END IF;
         END IF;
-      END LOOP;
-      -- The sequences of the columns of a table it created are fresh too.
-      FOR obj IN
-        SELECT s.oid FROM pg_event_trigger_ddl_commands() ch
-          JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = ch.objid AND d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
-          JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' AND s.relacl IS NULL AND s.relowner = owner_oid
-         WHERE ch.classid = 'pg_class'::regclass
-      LOOP
-        PERFORM ${c}.key_apply_defaults('pg_class'::regclass, obj.oid, owner_oid);
       END LOOP;
       -- Whatever it still owns (a kind no ALTER … OWNER above covers) fails the command.
       SELECT pg_describe_object(d.classid, d.objid, 0) AS what INTO bad FROM pg_shdepend d

@@ -168,6 +168,10 @@ describe('a write key', () => {
     expect(await sqlstate(db, `ALTER TABLE "${sales}".orders ADD COLUMN note text`)).toBe('42501');
     await db.query(lending([['r', sales, 'orders']], `ALTER TABLE "${sales}".orders ADD COLUMN note text`));
     expect(await ownerOf(`"${sales}".orders`)).toBe(alice);
+    // What the key may do with the table (and its column's sequence) it may still do after the loan.
+    await db.query(`INSERT INTO "${sales}".orders (amount, note) VALUES (7, 'after the loan')`);
+    const c = await connectAs(carol);
+    expect((await c.query(`SELECT count(*)::int AS n FROM "${sales}".orders WHERE note = 'after the loan'`)).rows).toEqual([{ n: 1 }]);
     await db.query(lending([['r', sales, 'orders']], `CREATE INDEX orders_amount ON "${sales}".orders (amount)`));
     await db.query(lending([['r', sales, 'orders_amount']], `DROP INDEX "${sales}".orders_amount`));
     await db.query(`CREATE TABLE "${sales}".tmp (id int)`);
