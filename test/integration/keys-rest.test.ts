@@ -185,6 +185,29 @@ describe('a read key', () => {
     ]);
   });
 
+  it('hears the live schema events of its repo only, and its stream ends when it is revoked', async () => {
+    const made = await makeKey(alice.key, { name: 'watcher', repos: [sales], access: 'read' });
+    const res = await fetch(`${srv.url}/api/v1beta/events`, { headers: { authorization: `Bearer ${made.json.key}` } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let text = '';
+    const reading = (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        text += new TextDecoder().decode(value);
+      }
+    })();
+    await query(alice.key, `CREATE TABLE "${other}".hidden_change (id int)`);
+    await query(alice.key, `CREATE TABLE "${sales}".seen_change (id int)`);
+    await expect.poll(() => text, { timeout: 5_000 }).toContain('seen_change');
+    expect(text).not.toContain('hidden_change');
+    expect(text).not.toContain(other);
+    expect((await srv.call(alice.key, 'DELETE', `/keys/${made.json.id}`)).status).toBe(204);
+    // The server ends the stream (its connection is cut).
+    await reading.catch(() => undefined);
+  });
+
   it('cannot upload', async () => {
     const res = await upload(readKey, sales, 'uploaded', 'a,b\n1,2\n');
     expect(res.status).toBe(403);
