@@ -50,13 +50,6 @@ export const KEY_DDL_TAGS = [
   'COMMENT', 'DROP FUNCTION', 'DROP PROCEDURE', 'DROP ROUTINE',
 ] as const;
 
-/**
- * Functions that create a large object. Any role may call them by default, and the object is the
- * caller's: a scoped key's role would own it. Migration 12 (with a superuser) lets only users'
- * own roles call them; `insertUser` grants them to each new user while they are so restricted.
- */
-export const LARGE_OBJECT_CREATORS = 'pg_catalog.lo_create(oid), pg_catalog.lo_creat(integer), pg_catalog.lo_from_bytea(oid, bytea)';
-
 /** The SQL of migration 12's functions and triggers, in schema `control`. */
 export function keyTriggersSql(control: string): string {
   const c = control;
@@ -279,18 +272,11 @@ export function keyTriggersSql(control: string): string {
     END $fn$;
 
     -- Event triggers need a superuser; without one nothing is installed (write keys then get no DDL).
-    -- So does taking large objects from the keys' roles (they belong to users, not to repos).
     DO $do$
-    DECLARE
-      u record;
     BEGIN
       IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
         CREATE EVENT TRIGGER ${KEY_EVENT_TRIGGERS[0]} ON ddl_command_start EXECUTE FUNCTION ${c}.key_ddl_start();
         CREATE EVENT TRIGGER ${KEY_EVENT_TRIGGERS[1]} ON ddl_command_end EXECUTE FUNCTION ${c}.key_ddl_end();
-        REVOKE EXECUTE ON FUNCTION ${LARGE_OBJECT_CREATORS} FROM PUBLIC;
-        FOR u IN SELECT name FROM ${c}.users LOOP
-          EXECUTE format('GRANT EXECUTE ON FUNCTION ${LARGE_OBJECT_CREATORS} TO %I', u.name);
-        END LOOP;
       END IF;
     END
     $do$;

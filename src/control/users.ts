@@ -10,7 +10,6 @@ import { CONTROL_SCHEMA } from './migrations.js';
 import { assertUserName } from './names.js';
 import { dropRepoSchema } from './repos.js';
 import { allKeyRoles, dropKeyRole, keyRolesOf } from './key-roles.js';
-import { LARGE_OBJECT_CREATORS } from './key-triggers.js';
 
 const ROLE_OPTIONS = 'LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT';
 
@@ -47,9 +46,6 @@ export async function insertUser(db: Queryable, name: string, secret: string): P
   await query(db, `CREATE ROLE ${escapeIdentifier(name)} ${ROLE_OPTIONS} PASSWORD ${escapeLiteral(rolePasswordVerifier(secret, name))}`);
   // A CREATEROLE (non-superuser) admin must be a member to create schemas owned by the role.
   if (!(await adminIsSuperuser(db))) await query(db, `GRANT ${escapeIdentifier(name)} TO CURRENT_USER`);
-  // Large objects are made by users' own roles only, where migration 12 could arrange it (key-triggers.ts).
-  const open = await query<{ open: boolean }>(db, "SELECT has_function_privilege('public', 'pg_catalog.lo_create(oid)', 'EXECUTE') AS open");
-  if (!open.rows[0]?.open) await query(db, `GRANT EXECUTE ON FUNCTION ${LARGE_OBJECT_CREATORS} TO ${escapeIdentifier(name)}`);
 }
 
 export async function listUsers(db: Queryable): Promise<UserInfo[]> {

@@ -104,9 +104,13 @@ function shareDecision(statements: readonly StatementFacts[], rights: Rights): D
   if (other !== undefined) {
     return deny({ code: SqlState.FeatureNotSupported, message: 'GRANT can be sent with other GRANTs only', hint: 'send it as a query of its own' });
   }
-  const grants = statements.flatMap((s) => s.shares).flatMap(({ schema, grantee, level }) => {
+  const shares = statements.flatMap((s) => s.shares);
+  // A grant to a scoped key's role (a restored pg_dump holds them): the control plane keeps the
+  // caller's own keys' grants itself; another user's key is nobody to share with.
+  if (shares.some((s) => s.grantee?.includes('#') === true && !s.grantee.startsWith(`${rights.user}#`))) return deny(refusals.grant('GRANT to a key of another user'));
+  const grants = shares.flatMap(({ schema, grantee, level }) => {
     const repo = splitRepo(schema);
-    return repo === undefined || grantee === rights.user ? [] : [{ repo: repo.repo, grantee, level }];
+    return repo === undefined || grantee === rights.user || grantee?.includes('#') === true ? [] : [{ repo: repo.repo, grantee, level }];
   });
   if (grants.some((g) => g.grantee === null && g.level === 'write')) {
     return deny({ ...refusals.grant('GRANT of write privileges to PUBLIC'), hint: 'a public repo is readable by everyone; share write access with collaborators' });

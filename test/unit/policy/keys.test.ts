@@ -212,3 +212,22 @@ describe('sharing with a write key', () => {
     expect(d.kind === 'deny' && d.error.message).toContain('GRANT and REVOKE needs a full API key');
   });
 });
+
+describe('grants to the roles of keys (in a restored pg_dump)', () => {
+  test("are nothing to do for the user's own keys, whatever the privileges", async () => {
+    for (const sql of [
+      'GRANT SELECT ON TABLE "alice/sales".t TO "alice#0123456789ab"',
+      'GRANT ALL ON TABLE "alice/sales".t TO "alice#0123456789ab"',
+      'GRANT ALL ON SCHEMA "alice/sales" TO "alice#0123456789ab"',
+      'ALTER DEFAULT PRIVILEGES FOR ROLE alice IN SCHEMA "alice/sales" GRANT SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER ON TABLES TO "alice#0123456789ab"',
+    ]) {
+      const d = await decide(sql, base);
+      expect(d, sql).toMatchObject({ kind: 'handled', action: { kind: 'share', grants: [] } });
+    }
+  });
+
+  test("are refused for another user's key, and for a grant to anyone else beyond sharing", async () => {
+    expect((await decide('GRANT SELECT ON TABLE "alice/sales".t TO "bob#0123456789ab"', base)).kind).toBe('deny');
+    expect((await decide('GRANT TRUNCATE ON TABLE "alice/sales".t TO bob', base)).kind).toBe('deny');
+  });
+});
