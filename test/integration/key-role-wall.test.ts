@@ -202,6 +202,34 @@ describe('a write key', () => {
   });
 });
 
+describe('the grants of a key follow its user\'s', () => {
+  it('a key for every repo reaches a repo made later; a key for a shared repo loses it when the user does', async () => {
+    await env.control.createRepo({ owner: bob, repo: 'shared' });
+    const b = await connectAs(bob);
+    await b.query(`CREATE TABLE "${bob}/shared".t (v text); INSERT INTO "${bob}/shared".t VALUES ('shared')`);
+    await env.control.setCollaborator({ owner: bob, repo: 'shared' }, carol, 'read');
+    const every = await env.control.createKey(carol, { access: 'read' });
+    const listing = await env.control.createKey(carol, { repos: [`${bob}/shared`], access: 'read' });
+    const everyDb = await connectAs(keyRoleName(carol, every.id));
+    const listingDb = await connectAs(keyRoleName(carol, listing.id));
+    expect((await listingDb.query(`SELECT v FROM "${bob}/shared".t`)).rows).toEqual([{ v: 'shared' }]);
+    expect((await everyDb.query(`SELECT v FROM "${bob}/shared".t`)).rows).toEqual([{ v: 'shared' }]);
+    // Raised to write: a read key of a write collaborator still only reads.
+    await env.control.setCollaborator({ owner: bob, repo: 'shared' }, carol, 'write');
+    expect(await sqlstate(listingDb, `INSERT INTO "${bob}/shared".t VALUES ('x')`)).toBe('25006');
+    // A repo carol makes later: the key for every repo reaches it, the listing one does not.
+    await env.control.createRepo({ owner: carol, repo: 'later' });
+    const c = await connectAs(carol);
+    await c.query(`CREATE TABLE "${carol}/later".t (v text); INSERT INTO "${carol}/later".t VALUES ('later')`);
+    expect((await everyDb.query(`SELECT v FROM "${carol}/later".t`)).rows).toEqual([{ v: 'later' }]);
+    expect(await sqlstate(listingDb, `SELECT v FROM "${carol}/later".t`)).toBe('42501');
+    // Unshared: both keys lose it with carol.
+    await env.control.removeCollaborator({ owner: bob, repo: 'shared' }, carol);
+    expect(await sqlstate(listingDb, `SELECT * FROM "${bob}/shared".t`)).toBe('42501');
+    expect(await sqlstate(everyDb, `SELECT * FROM "${bob}/shared".t`)).toBe('42501');
+  });
+});
+
 describe('revoking a scoped key', () => {
   it('drops its role and ends its backends', async () => {
     const key = await env.control.createKey(alice, { repos: [sales], access: 'read' });
