@@ -180,7 +180,15 @@ describe('a write key', () => {
   });
 
   it('cannot borrow what is outside its scope, whatever the comment says', async () => {
+    // A public repo of alice: the key's role may name its tables (USAGE through PUBLIC), but holds
+    // no CREATE there, so nothing of it is lent.
+    await env.control.createRepo({ owner: alice, repo: 'open' }, { isPrivate: false });
+    const a = await connectAs(alice);
+    await a.query(`CREATE TABLE "${alice}/open".t (id int)`);
     const db = await connectAs(writeRole);
+    expect(await sqlstate(db, lending([['r', `${alice}/open`, 't']], `ALTER TABLE "${alice}/open".t ADD COLUMN x int`))).toBe('42501');
+    expect(await sqlstate(db, lending([['r', `${alice}/open`, 't']], `DROP TABLE "${alice}/open".t`))).toBe('42501');
+    expect(await ownerOf(`"${alice}/open".t`)).toBe(alice);
     expect(await sqlstate(db, lending([['r', other, 'secret']], `ALTER TABLE "${other}".secret ADD COLUMN x int`))).toBe('42501');
     expect(await sqlstate(db, lending([['r', other, 'secret']], `DROP TABLE "${other}".secret`))).toBe('42501');
     expect(await ownerOf(`"${other}".secret`)).toBe(alice);
