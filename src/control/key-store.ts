@@ -37,6 +37,8 @@ interface Watched {
 
 /** setTimeout's longest delay; a later expiry is looked at again then. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Keys watched at most (the entries of keys nothing runs with are dropped past it). */
+const MAX_WATCHED = 10_000;
 /** How often serving instances drop the roles of keys that expired. */
 const EXPIRED_SWEEP_MS = 60_000;
 
@@ -201,6 +203,7 @@ export class KeyStore {
     const id = principal.keyId;
     let w = this.watched.get(id);
     if (w === undefined) {
+      if (this.watched.size >= MAX_WATCHED) this.pruneWatched();
       w = { user: principal.user, meta: principal.key, watchers: new Set(), timer: undefined };
       this.watched.set(id, w);
       this.arm(id, w);
@@ -208,12 +211,21 @@ export class KeyStore {
     w.watchers.add(watcher);
   }
 
-  /** Stops `watch`. */
+  /**
+   * Stops `watch`. A key's entry stays when its last watcher leaves: the REST API watches every
+   * request of a key, and one request at a time would otherwise make and drop it each time.
+   */
   unwatch(principal: Principal, watcher: KeyWatcher): void {
-    const w = this.watched.get(principal.keyId);
-    if (w === undefined || !w.watchers.delete(watcher) || w.watchers.size > 0) return;
-    clearTimeout(w.timer);
-    this.watched.delete(principal.keyId);
+    this.watched.get(principal.keyId)?.watchers.delete(watcher);
+  }
+
+  /** Drops the entries of keys nothing runs with now. */
+  private pruneWatched(): void {
+    for (const [id, w] of this.watched) {
+      if (w.watchers.size > 0) continue;
+      clearTimeout(w.timer);
+      this.watched.delete(id);
+    }
   }
 
   /** The timer that ends the key's watchers at its expiry. */
