@@ -228,7 +228,8 @@ function chunked({ deps, principal, queryString, format, reply, session, started
  */
 function requestStop(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): CancelFlag {
   const stop = new CancelFlag();
-  const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, stop);
+  // Named per role: a scoped key cancels its own queries, not those of its user's other keys.
+  const unregister = queryId === undefined ? undefined : deps.running.add(principal.role, queryId, stop);
   deps.control.watchKey(principal, stop);
   reply.raw.once('close', () => {
     unregister?.();
@@ -301,7 +302,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
     },
     async (req, reply) => {
       const { id } = req.params;
-      if (!(await deps.running.cancel(principalOf(req).user, id))) {
+      if (!(await deps.running.cancel(principalOf(req).role, id))) {
         throw new PgError(SqlState.UndefinedObject, `no running query with id "${id}"`, {
           hint: 'the id is the X-Query-Id header of one of your own POST /query/ requests still running',
         });
