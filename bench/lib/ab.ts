@@ -6,7 +6,7 @@
 import type { CitusResult } from '../scenarios/citus.js';
 import { CLIENTS_REPOBASE, type ClientsResult } from '../scenarios/clients.js';
 import type { RestResult } from '../scenarios/rest.js';
-import type { WireResult } from '../scenarios/wire.js';
+import { SCOPED_KEY, type WireResult } from '../scenarios/wire.js';
 import { fmt, summarize, type Summary } from './stats.js';
 
 /** The parts of a run an A/B compares: whatever ran of them. */
@@ -85,11 +85,20 @@ function restRows(results: RestResult['targets'] | undefined, targets: readonly 
 
 const AT_RATE = 'REST one-row select at a fixed rate';
 
+/** The scoped key's target of this build against the other build's repobase (a full key, or a build before scoped keys). */
+function scopedRows(results: WireResult[] | undefined, suffix: string): AbRow[] {
+  return (results ?? []).flatMap((w) => [
+    ...row(w.scenario, SCOPED_KEY, 'TPS', w.targets[SCOPED_KEY]?.tps, w.targets[`repobase${suffix}`]?.tps),
+    ...row(w.scenario, SCOPED_KEY, 'CPU µs/transaction, service', w.targets[SCOPED_KEY]?.cpuUs, w.targets[`repobase${suffix}`]?.cpuUs),
+  ]);
+}
+
 /** Every comparison the run allows. */
 export function abRows(input: AbInput, suffix: string): AbRow[] {
   const shipped = ['repobase', 'repobase 1 process'];
   return [
     ...wireRows(input.wire, shipped, suffix, ''),
+    ...scopedRows(input.wire, suffix),
     ...wireRows(input.wireOwnCores, ['repobase'], suffix, 'own cores: '),
     ...restRows(input.rest, shipped, suffix, 'REST one-row select'),
     ...restRows(input.restAtRate, shipped, suffix, AT_RATE),
@@ -125,7 +134,11 @@ export function abLines(rows: AbRow[], ref: { ref: string; sha: string }): strin
 export function abGoals(rows: AbRow[], ref: string): AbGoal[] {
   const find = (scenario: string, target: string, measure: string) => rows.find((r) => r.scenario === scenario && r.target === target && r.measure === measure)?.ratio.median ?? NaN;
   const cpuGoal = (name: string, cpu: number): AbGoal => ({ name, target: `≤ ${fmt(1 + AB_MARGIN, 2)}`, ratio: cpu, passed: cpu <= 1 + AB_MARGIN });
-  return [
+  // A scoped key's session costs no more than a full key's did (DESIGN.md §10): per wire scenario.
+  const scoped = rows
+    .filter((r) => r.target === SCOPED_KEY && r.measure === 'CPU µs/transaction, service')
+    .map((r) => cpuGoal(`A/B wire ${r.scenario}: scoped key's CPU µs per transaction vs ${ref}'s repobase`, r.ratio.median));
+  const rest = [
     ['as shipped', 'repobase'],
     ['1 process', 'repobase 1 process'],
   ].flatMap(([label, target]) => {
@@ -136,4 +149,5 @@ export function abGoals(rows: AbRow[], ref: string): AbGoal[] {
       cpuGoal(`A/B ${label}: REST CPU µs per request at a fixed rate (service + Postgres) vs ${ref}`, find(AT_RATE, target!, 'CPU µs/request, service + Postgres')),
     ];
   });
+  return [...scoped, ...rest];
 }

@@ -6,7 +6,7 @@
  * Postgres), and with the proxies on cores of their own (`taskset`), as when the proxy runs on
  * other machines than the database — the deployment beyond one machine.
  */
-import { conninfo, repobaseOn, type BenchEnv, type Conn, type RefEnv } from '../env.js';
+import { REPO, conninfo, repobaseOn, type BenchEnv, type Conn, type RefEnv } from '../env.js';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
 import { cpuMicrosOf, cpuSplit, freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
@@ -86,6 +86,23 @@ export async function initPgbench(env: BenchEnv, scale: number): Promise<void> {
 export const BARE_RELAY = 'bare Node relay';
 /** repobase as shipped but in session mode (a backend per client). */
 export const SESSION_MODE = 'repobase session mode';
+/**
+ * repobase as shipped, logged in with a scoped key: write access to the bench repo only, so its
+ * sessions run as the key's own role and every statement is judged with the key's scope too.
+ */
+export const SCOPED_KEY = 'repobase scoped key';
+
+/** A write key of the bench user for the bench repo only, made through the REST API with its full key. */
+async function scopedKey(env: BenchEnv): Promise<string> {
+  const res = await fetch(`${env.repobase.httpUrl}/api/v1beta/keys/`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.repobase.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench', repos: [REPO], access: 'write' }),
+  });
+  const made = (await res.json()) as { key?: string; access?: string };
+  if (res.status !== 201 || made.access !== 'write' || !made.key) throw new Error(`a scoped key for ${REPO}: HTTP ${res.status} ${JSON.stringify(made)}`);
+  return made.key;
+}
 
 /** The wire scenarios through every target; with `ref`, that build's repobase (as shipped and as one process) too. */
 export async function runWire(env: BenchEnv, opts: WireOptions, log: (s: string) => void, ref?: RefEnv): Promise<WireResult[]> {
@@ -93,17 +110,19 @@ export async function runWire(env: BenchEnv, opts: WireOptions, log: (s: string)
   const relay = start('bare-relay', process.execPath, [join(packageRoot, 'dist', 'bench', 'bare-relay.js'), String(relayPort), String(env.direct.port)], process.env);
   try {
     await waitFor('bare relay', async () => (await run('psql', [conninfo({ ...env.direct, port: relayPort }), '-Atc', 'SELECT 1'])).stdout.trim() === '1');
-    return await runAll(env, opts, log, { ...env.direct, port: relayPort }, relay.child.pid, ref);
+    const scoped: Conn = { ...env.repobase, password: await scopedKey(env) };
+    return await runAll(env, opts, log, { ...env.direct, port: relayPort }, relay.child.pid, scoped, ref);
   } finally {
     await relay.stop();
   }
 }
 
-function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bareRelay: Conn, bareRelayPid: number | undefined, ref: RefEnv | undefined): Promise<WireResult[]> {
+function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bareRelay: Conn, bareRelayPid: number | undefined, scoped: Conn, ref: RefEnv | undefined): Promise<WireResult[]> {
   const targets: WireTarget[] = [
     target('direct', env.direct, env),
     ...bouncer(env),
     target('repobase', env.repobase, env, env.repobase.pid),
+    target(SCOPED_KEY, scoped, env, env.repobase.pid),
     ...(ref ? [target(`repobase${ref.suffix}`, ref.env.repobase, ref.env, ref.env.repobase.pid)] : []),
     target('repobase 1 process', env.single, env, env.single.pid),
     ...(ref ? [target(`repobase 1 process${ref.suffix}`, ref.env.single, ref.env, ref.env.single.pid)] : []),

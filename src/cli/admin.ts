@@ -13,6 +13,7 @@ import { openCluster } from '../upstream/cluster.js';
 import { UsageError, type CliContext, type ConfigOf } from './context.js';
 import { formatTable } from './table.js';
 import { auditCommands } from './audit.js';
+import { keyCommands } from './keys.js';
 import { createRepoViaApi } from './client.js';
 import { withClientOptions } from './client-http.js';
 import { clientKey, type ClientOptions } from './client-http.js';
@@ -113,38 +114,6 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
       ctx.err(`deleted user ${name}\n`);
     });
 
-  const key = new Command('key').description('manage API keys');
-  key
-    .command('create <user>')
-    .description('create an API key; prints it alone on stdout (it is not shown again)')
-    .action(async (name: string, _o: unknown, cmd: Command) => {
-      checkUser(name);
-      const k = await withControl(ctx, configOf(cmd), async (c) => {
-        const made = await c.createKey(name);
-        c.audit.record({ action: 'key_create', user: name, frontEnd: 'cli', source: null, requestId: null, target: made.id });
-        return made;
-      });
-      ctx.out(`${k.key}\n`);
-    });
-  key
-    .command('list <user>')
-    .description('list active keys of a user: id, prefix, created, last used (never secrets)')
-    .action(async (name: string, _o: unknown, cmd: Command) => {
-      checkUser(name);
-      const keys = await withControl(ctx, configOf(cmd), (c) => c.listKeys(name));
-      ctx.out(formatTable(['id', 'prefix', 'created', 'last used'], keys.map((k) => [k.id, k.prefix, iso(k.createdAt), iso(k.lastUsedAt)])));
-    });
-  key
-    .command('revoke <key-id>')
-    .description('revoke a key; it stops working at once')
-    .action(async (id: string, _o: unknown, cmd: Command) => {
-      await withControl(ctx, configOf(cmd), async (c) => {
-        await c.revokeKey(id);
-        c.audit.record({ action: 'key_revoke', user: null, frontEnd: 'cli', source: null, requestId: null, target: id });
-      });
-      ctx.err(`revoked key ${id}\n`);
-    });
-
   const repo = new Command('repo').description('manage repos');
   withClientOptions(
     repo
@@ -191,7 +160,7 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
       ctx.out(formatTable(['NODE', 'ROLE', 'ACTIVE', 'REPOS', 'SIZE'], list.map((n) => [nodeName(n), n.role, n.active ? 'yes' : 'no', String(n.repos), n.size])));
     });
 
-  return [user, key, repo, nodes, ...auditCommands(ctx, configOf, withControl)];
+  return [user, ...keyCommands(ctx, configOf, withControl), repo, nodes, ...auditCommands(ctx, configOf, withControl)];
 }
 
 async function requireCitus(control: ControlPlane): Promise<void> {

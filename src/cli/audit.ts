@@ -46,6 +46,8 @@ function auditJson(e: AuditEntry): string {
     source: e.source,
     front_end: e.frontEnd,
     request_id: e.requestId,
+    key_id: e.keyId,
+    key_name: e.keyName,
     action: e.action,
     target: e.target,
     detail: e.detail,
@@ -79,10 +81,11 @@ export function auditCommands(ctx: CliContext, configOf: ConfigOf, withControl: 
       if (opts.json) return ctx.out(rows.map((r) => auditJson(r) + '\n').join(''));
       ctx.out(
         formatTable(
-          ['time', 'user', 'front end', 'source', 'request', 'action', 'target', 'detail', 'sqlstate', 'sql'],
+          ['time', 'user', 'key', 'front end', 'source', 'request', 'action', 'target', 'detail', 'sqlstate', 'sql'],
           rows.map((r) => [
             r.at.toISOString(),
             r.user ?? (r.loginName === null ? '' : `(${r.loginName})`),
+            r.keyId === null ? '' : r.keyName ? `rb_${r.keyId} ${r.keyName}` : `rb_${r.keyId}`,
             r.frontEnd,
             r.source ?? '',
             r.requestId ?? '',

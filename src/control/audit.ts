@@ -43,6 +43,14 @@ export interface AuditOrigin {
   source: string | null;
   /** The REST request id (X-Request-Id), or the wire connection's id. */
   requestId: string | null;
+  /** The API key that acted (its public id and name), when one did. */
+  keyId?: string | null;
+  keyName?: string | null;
+}
+
+/** The audit log's fields naming the key a principal came with (none for a console session). */
+export function keyOfPrincipal(principal: { keyId: string; key?: { name: string } | undefined }): Pick<AuditOrigin, 'keyId' | 'keyName'> {
+  return principal.key === undefined ? {} : { keyId: principal.keyId, keyName: principal.key.name };
 }
 
 export interface AuditEvent extends AuditOrigin {
@@ -72,6 +80,8 @@ export interface AuditEntry {
   detail: string | null;
   sql: string | null;
   sqlstate: string | null;
+  keyId: string | null;
+  keyName: string | null;
 }
 
 interface Row {
@@ -192,13 +202,13 @@ async function insertRows(db: Queryable, rows: readonly Row[]): Promise<void> {
   const col = (f: (r: Row) => string | null | undefined) => rows.map((r) => clean(f(r)));
   await query(
     db,
-    `INSERT INTO ${CONTROL_SCHEMA}.audit_log (at, user_name, login_name, source, front_end, request_id, action, target, detail, sql_text, sqlstate)
+    `INSERT INTO ${CONTROL_SCHEMA}.audit_log (at, user_name, login_name, source, front_end, request_id, action, target, detail, sql_text, sqlstate, key_id, key_name)
      SELECT v.at,
             CASE WHEN v.action LIKE 'login%' THEN (SELECT u.name FROM ${CONTROL_SCHEMA}.users u WHERE u.name = v.user_name) ELSE v.user_name END,
             CASE WHEN v.action LIKE 'login%' THEN v.user_name END,
-            v.source, v.front_end, v.request_id, v.action, v.target, v.detail, v.sql_text, v.sqlstate
-       FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-            AS v(at, user_name, source, front_end, request_id, action, target, detail, sql_text, sqlstate)`,
+            v.source, v.front_end, v.request_id, v.action, v.target, v.detail, v.sql_text, v.sqlstate, v.key_id, v.key_name
+       FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+            AS v(at, user_name, source, front_end, request_id, action, target, detail, sql_text, sqlstate, key_id, key_name)`,
     [
       rows.map((r) => r.at),
       col((r) => r.event.user),
@@ -210,6 +220,8 @@ async function insertRows(db: Queryable, rows: readonly Row[]): Promise<void> {
       col((r) => r.event.detail ?? null),
       col((r) => r.sql),
       col((r) => r.event.sqlstate ?? null),
+      col((r) => r.event.keyId ?? null),
+      col((r) => r.event.keyName ?? null),
     ],
   );
 }
@@ -242,9 +254,11 @@ export async function listAudit(db: Queryable, filter: AuditFilter): Promise<Aud
     detail: string | null;
     sql_text: string | null;
     sqlstate: string | null;
+    key_id: string | null;
+    key_name: string | null;
   }>(
     db,
-    `SELECT id::text, at, user_name, login_name, source, front_end, request_id, action, target, detail, sql_text, sqlstate
+    `SELECT id::text, at, user_name, login_name, source, front_end, request_id, action, target, detail, sql_text, sqlstate, key_id, key_name
        FROM ${CONTROL_SCHEMA}.audit_log
       WHERE ($1::text IS NULL OR user_name = $1 OR login_name = $1) AND ($2::timestamptz IS NULL OR at >= $2)
       ORDER BY at DESC, id DESC
@@ -264,5 +278,7 @@ export async function listAudit(db: Queryable, filter: AuditFilter): Promise<Aud
     detail: r.detail,
     sql: r.sql_text,
     sqlstate: r.sqlstate,
+    keyId: r.key_id,
+    keyName: r.key_name,
   }));
 }

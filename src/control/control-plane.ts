@@ -9,22 +9,11 @@ import { isUnreachable, type Cluster } from '../upstream/cluster.js';
 import { secretFingerprint } from '../upstream/roles.js';
 import { inTransaction } from './db.js';
 import { CACHE_TTL_MS, listen, type ListenerEvent, type SchemaChange } from './events.js';
-import {
-  invalidKey,
-  insertKey,
-  listKeys,
-  loadKey,
-  loadScramCredentials,
-  parseKey,
-  revokeKey,
-  secretMatches,
-  type KeyInfo,
-  type NewKey,
-  type Principal,
-  type ScramCredentials,
-  type StoredKey,
-} from './keys.js';
-import { migrate, schemaEventsInstalled } from './migrations.js';
+import { insertKey, type KeyInfo, type NewKey, type Principal, type ScramCredentials } from './keys.js';
+import { KeyStore, type KeyWatcher } from './key-store.js';
+import type { KeyRequest } from './key-scope.js';
+import { syncRepoForKeys } from './key-roles.js';
+import { keyDdlInstalled, migrate, schemaEventsInstalled } from './migrations.js';
 import { createPlaced, repoPlacer } from './placement.js';
 import { hasCitus } from '../upstream/citus.js';
 import { isJoinRefusal, Placements } from '../upstream/citus-joins.js';
@@ -61,19 +50,15 @@ import {
   type WebSession,
 } from './accounts.js';
 import { TtlCache } from './ttl-cache.js';
-import { LastUsedRecorder } from './last-used.js';
 import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
 import { storageOf, type Storage } from './storage.js';
 import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
 
 export type { SchemaChange };
-export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
-
+export type { Principal, KeyInfo, KeyRequest, KeyWatcher, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
 /** What one principal may reach: the policy engine's input. */
-export interface Rights {
-  user: string;
-  repos: ReadonlyMap<string, RepoAccess>;
-}
+export type { Rights } from '../policy/types.js';
+import type { Rights } from '../policy/types.js';
 
 /** Back-off of the retries of `openWhenReachable`: doubling from the first delay up to the last. */
 const RETRY_FIRST_MS = 250;
@@ -89,10 +74,11 @@ export interface ControlPlaneOptions {
 }
 
 export class ControlPlane {
-  private readonly keys = new TtlCache<string, StoredKey | null>(CACHE_TTL_MS, 10_000);
   private readonly rightsCache = new TtlCache<string, Rights>(CACHE_TTL_MS, 10_000);
-  private readonly scram = new TtlCache<string, ScramCredentials | null>(CACHE_TTL_MS, 10_000);
-  private readonly lastUsed: LastUsedRecorder;
+  /** API keys: their checks, scopes, roles and watchers (key-store.ts). */
+  private readonly keys: KeyStore;
+  /** Whether write keys may change structure: the event triggers of migration 12 are installed. */
+  private keyDdl = false;
   private readonly schemaHandlers = new Set<(change: SchemaChange) => void>();
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
   /** Set on a Citus coordinator: where each repo is stored. */
@@ -113,7 +99,15 @@ export class ControlPlane {
     private readonly cluster: Cluster,
     private readonly log: Logger,
   ) {
-    this.lastUsed = new LastUsedRecorder(cluster.admin, log);
+    this.keys = new KeyStore({
+      admin: () => this.db,
+      pool: cluster.admin,
+      secret: cluster.secret,
+      log,
+      rights: (user) => this.rights(user),
+      peekRights: (user) => this.rightsCache.get(user),
+      ddl: () => this.keyDdl,
+    });
     this.audit = new AuditLog(cluster.admin, log);
     this.usage = new UsageRecorder(cluster.admin, log);
   }
@@ -169,6 +163,7 @@ export class ControlPlane {
     if (applied.length) this.log.info({ applied }, 'control plane migrated');
     const reset = await inTransaction(this.cluster.admin, (db) => syncRolePasswords(db, this.cluster.secret, secretFingerprint(this.cluster.secret)));
     if (reset) this.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
+    this.keyDdl = await keyDdlInstalled(this.cluster.admin);
     if (await hasCitus(this.cluster.admin)) {
       this.citus = true;
       const placements = (this.placements ??= new Placements(this.cluster.admin, this.log));
@@ -182,7 +177,9 @@ export class ControlPlane {
       if (!(await schemaEventsInstalled(this.cluster.admin))) {
         this.log.warn('live schema updates are off: the event triggers that report schema changes need a superuser admin role, and this one is not (consoles show changes made elsewhere when reloaded)');
       }
+      if (!this.keyDdl) this.log.warn('write keys cannot change structure: the event triggers that hand objects to their users need a superuser admin role, and this one is not (write keys still read and change rows)');
       this.audit.startRetention(opts.auditRetentionDays ?? 0);
+      this.keys.startExpirySweep();
     }
   }
 
@@ -245,17 +242,15 @@ export class ControlPlane {
         for (const handler of this.schemaHandlers) handler(e.change);
         break;
       case 'key':
-        this.keys.delete(e.id);
-        this.scram.clear(); // the event names the key, not its user
+        this.keys.changed(e.id);
         break;
       case 'rights':
         this.rightsCache.clear();
         break;
       case 'user':
       case 'lost':
-        this.keys.clear();
-        this.scram.clear();
         this.rightsCache.clear();
+        this.keys.changedAll(e.kind === 'user' ? e.name : undefined);
         break;
     }
   }
@@ -324,48 +319,39 @@ export class ControlPlane {
 
   // ── API keys ──────────────────────────────────────────────────────────────────────────
 
-  async createKey(user: string): Promise<NewKey> {
-    const key = await inTransaction(this.db, (db) => insertKey(db, user));
-    this.scram.clear();
-    return key;
+  /** A new key of `user` (full unless `request` scopes it; see KeyStore.create). */
+  async createKey(user: string, request?: KeyRequest): Promise<NewKey> {
+    return this.keys.create(user, request);
   }
 
+  /** `user`'s keys that were not revoked, expired ones included. */
   async listKeys(user: string): Promise<KeyInfo[]> {
-    return listKeys(this.db, user);
+    return this.keys.list(user);
   }
 
-  /** Revokes a key (only `user`'s when given); effective on this instance at once, on others when the NOTIFY arrives. */
+  /** Revokes a key (only `user`'s when given); what runs with it ends here at once, on other instances when the NOTIFY arrives. */
   async revokeKey(id: string, user?: string): Promise<void> {
-    await inTransaction(this.db, (db) => revokeKey(db, id, user));
-    this.keys.delete(id);
-    this.scram.clear();
+    return this.keys.revoke(id, user);
   }
 
   /** The SCRAM salt and per-key verifiers of `user`, or undefined for an unknown user (cached like keys). */
   async scramCredentials(user: string): Promise<ScramCredentials | undefined> {
-    let found = this.scram.get(user);
-    if (found === undefined) {
-      const generation = this.scram.generation;
-      found = (await loadScramCredentials(this.db, user)) ?? null;
-      this.scram.set(user, found, generation);
-    }
-    return found ?? undefined;
+    return this.keys.scramCredentials(user);
   }
 
   /** Marks a key as used (the wire front end, after a SCRAM exchange that matched it). */
   recordKeyUse(keyId: string): void {
-    this.lastUsed.record(keyId);
+    this.keys.recordUse(keyId);
   }
 
-  /** API key → principal, or PgError 28P01. The same check for the REST and wire front ends. */
+  /** API key → principal, or PgError 28P01 (28000 for an expired key). The same check for the REST and wire front ends. */
   async authenticate(key: string): Promise<Principal> {
-    const known = this.peekAuthenticate(key);
-    if (known) return known;
-    const parts = parseKey(key)!;
-    const generation = this.keys.generation;
-    const stored = (await loadKey(this.db, parts.id)) ?? null;
-    this.keys.set(parts.id, stored, generation);
-    return this.checkKey(parts, stored);
+    return this.keys.authenticate(key);
+  }
+
+  /** Key `keyId` of `user` as it is now (see KeyStore.principalOfKey). */
+  principalOfKey(user: string, keyId: string): Promise<Principal> {
+    return this.keys.principalOfKey(user, keyId);
   }
 
   /**
@@ -374,26 +360,37 @@ export class ControlPlane {
    * be read first.
    */
   peekAuthenticate(key: string): Principal | undefined {
-    const parts = parseKey(key);
-    if (!parts) {
-      secretMatches(undefined, key); // same work as a real miss
-      throw invalidKey();
-    }
-    const stored = this.keys.get(parts.id);
-    return stored === undefined ? undefined : this.checkKey(parts, stored);
+    return this.keys.peek(key);
   }
 
-  private checkKey(parts: { id: string; secret: string }, stored: StoredKey | null): Principal {
-    if (!secretMatches(stored ?? undefined, parts.secret) || !stored) throw invalidKey();
-    this.lastUsed.record(parts.id);
-    return { user: stored.user, keyId: parts.id };
+  /** Ends what runs with the principal's key (`watcher.cancel`) when the key is revoked or expires, until `unwatchKey`. */
+  watchKey(principal: Principal, watcher: KeyWatcher): void {
+    this.keys.watch(principal, watcher);
+  }
+
+  unwatchKey(principal: Principal, watcher: KeyWatcher): void {
+    this.keys.unwatch(principal, watcher);
+  }
+
+  /** Drops the roles of expired scoped keys now (the serving instances do it every minute). */
+  sweepExpiredKeys(): Promise<number> {
+    return this.keys.sweepExpired();
+  }
+
+  /** Whether write keys may change structure here (the event triggers of migration 12 are installed). */
+  get keysCanChangeStructure(): boolean {
+    return this.keyDdl;
   }
 
   // ── repos ─────────────────────────────────────────────────────────────────────────────
 
   async createRepo(ref: RepoRef | string, opts: { isPrivate?: boolean; description?: string } = {}): Promise<RepoInfo> {
     const r = typeof ref === 'string' ? parseRepoRef(ref) : ref;
-    const insert = (db: pg.PoolClient) => insertRepo(db, r, { isPrivate: opts.isPrivate ?? true, description: opts.description ?? '' });
+    const insert = async (db: pg.PoolClient) => {
+      const info = await insertRepo(db, r, { isPrivate: opts.isPrivate ?? true, description: opts.description ?? '' });
+      await syncRepoForKeys(db, r.owner, schemaName(r), 'own', this.keyDdl); // the owner's keys for every repo, or listing this name
+      return info;
+    };
     const info = await inTransaction(this.db, (db) => (this.citus ? createPlaced(db, this.log, r.owner, schemaName(r), () => insert(db)) : insert(db)));
     this.rightsCache.clear();
     return info;
@@ -427,12 +424,18 @@ export class ControlPlane {
   }
 
   async setCollaborator(ref: RepoRef, user: string, permission: Permission): Promise<void> {
-    await inTransaction(this.db, (db) => setCollaborator(db, ref, user, permission));
+    await inTransaction(this.db, async (db) => {
+      await setCollaborator(db, ref, user, permission);
+      await syncRepoForKeys(db, user, schemaName(ref), permission, this.keyDdl);
+    });
     this.rightsCache.clear();
   }
 
   async removeCollaborator(ref: RepoRef, user: string): Promise<void> {
-    await inTransaction(this.db, (db) => removeCollaborator(db, ref, user));
+    await inTransaction(this.db, async (db) => {
+      await removeCollaborator(db, ref, user);
+      await syncRepoForKeys(db, user, schemaName(ref), undefined, this.keyDdl);
+    });
     this.rightsCache.clear();
   }
 
@@ -440,18 +443,23 @@ export class ControlPlane {
     return listCollaborators(this.db, ref);
   }
 
-  /** The cached rights snapshot of `user`, if there is one: the wire relay's synchronous hot path. */
-  peekRights(user: string): Rights | undefined {
-    return this.rightsCache.get(user);
+  /**
+   * The cached rights of a user (a full key's) or of a principal (a scoped key's are cut to its
+   * scope), if known without a wait: the wire relay's synchronous hot path.
+   */
+  peekRights(who: string | Principal): Rights | undefined {
+    return typeof who === 'string' ? this.rightsCache.get(who) : this.keys.peekRights(who);
   }
 
-  /** The rights snapshot of `user` for the policy engine (cached; dropped on any sharing change). */
-  async rights(user: string): Promise<Rights> {
-    const cached = this.rightsCache.get(user);
+  /** The rights snapshot of a user or a principal for the policy engine (cached; dropped on any sharing change). */
+  async rights(who: string | Principal): Promise<Rights> {
+    if (typeof who !== 'string') return this.keys.rights(who);
+    const cached = this.rightsCache.get(who);
     if (cached) return cached;
     const generation = this.rightsCache.generation;
-    const rights = { user, repos: await reachableRepos(this.db, user) };
-    this.rightsCache.set(user, rights, generation);
+    const { repos, publicOnly } = await reachableRepos(this.db, who);
+    const rights: Rights = { user: who, repos, publicRepos: publicOnly };
+    this.rightsCache.set(who, rights, generation);
     return rights;
   }
 
@@ -496,6 +504,6 @@ export class ControlPlane {
     clearTimeout(this.retryTimer);
     this.stopPlacements?.();
     await this.listener?.close();
-    await Promise.all([this.lastUsed.close(), this.audit.close(), this.usage.close()]);
+    await Promise.all([this.keys.close(), this.audit.close(), this.usage.close()]);
   }
 }

@@ -10,15 +10,22 @@ import { scramVerifier } from '../shared/scram.js';
 import { query, type Queryable } from './db.js';
 import { CONTROL_SCHEMA } from './migrations.js';
 import { notify } from './events.js';
+import type { KeyAccess, KeyMeta } from './key-scope.js';
 
 const KEY_PATTERN = /^rb_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
 
+/** Who a request or a session acts for. */
 export interface Principal {
   user: string;
+  /** The key's public id; for the console's session cookie, the session's label. */
   keyId: string;
+  /** The Postgres role its statements run as: the user's own, or a scoped key's (key-roles.ts). */
+  role: string;
+  /** The key it came with (absent for a console session). */
+  key?: KeyMeta;
 }
 
-export interface KeyInfo {
+export interface KeyInfo extends KeyMeta {
   id: string;
   prefix: string;
   user: string;
@@ -26,11 +33,22 @@ export interface KeyInfo {
   lastUsedAt: Date | null;
 }
 
-export interface NewKey {
+export interface NewKey extends KeyMeta {
   id: string;
   /** The whole key; shown once, never stored. */
   key: string;
+  createdAt: Date;
 }
+
+/** The columns of a key's scope, and the row they come from. */
+const META_COLUMNS = 'name, repos, access, expires_at';
+interface MetaRow {
+  name: string;
+  repos: string[] | null;
+  access: KeyAccess;
+  expires_at: Date | null;
+}
+const metaOf = (r: MetaRow): KeyMeta => ({ name: r.name, repos: r.repos, access: r.access, expiresAt: r.expires_at });
 
 export function hashSecret(secret: string): Buffer {
   return hash('sha256', secret, 'buffer');
@@ -46,8 +64,8 @@ export function keyPrefix(id: string): string {
   return `rb_${id}`;
 }
 
-/** Creates a key for `user` inside the caller's transaction. */
-export async function insertKey(db: Queryable, user: string): Promise<NewKey> {
+/** Creates a key for `user` inside the caller's transaction (a full one by default; the role of a scoped one is the caller's business). */
+export async function insertKey(db: Queryable, user: string, meta: KeyMeta = { name: '', repos: null, access: 'full', expiresAt: null }): Promise<NewKey> {
   const salt = await query<{ scram_salt: Buffer; scram_iterations: number }>(
     db,
     `SELECT scram_salt, scram_iterations FROM ${CONTROL_SCHEMA}.users WHERE name = $1`,
@@ -59,52 +77,56 @@ export async function insertKey(db: Queryable, user: string): Promise<NewKey> {
   const secret = randomBytes(32).toString('base64url');
   const key = `rb_${id}_${secret}`;
   const v = scramVerifier(key, row.scram_salt, row.scram_iterations);
-  await query(
+  const made = await query<{ created_at: Date }>(
     db,
-    `INSERT INTO ${CONTROL_SCHEMA}.api_keys (id, user_name, secret_hash, scram_stored_key, scram_server_key) VALUES ($1, $2, $3, $4, $5)`,
-    [id, user, hashSecret(secret), v.storedKey, v.serverKey],
+    `INSERT INTO ${CONTROL_SCHEMA}.api_keys (id, user_name, secret_hash, scram_stored_key, scram_server_key, name, repos, access, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
+    [id, user, hashSecret(secret), v.storedKey, v.serverKey, meta.name, meta.repos, meta.access, meta.expiresAt],
   );
   await notify(db, { kind: 'key', id });
-  return { id, key };
+  return { id, key, ...meta, createdAt: made.rows[0]!.created_at };
 }
 
+/** Every key of `user` that was not revoked, expired ones included (marked by their expiry). */
 export async function listKeys(db: Queryable, user: string): Promise<KeyInfo[]> {
-  const res = await query<{ id: string; user_name: string; created_at: Date; last_used_at: Date | null }>(
+  const res = await query<MetaRow & { id: string; user_name: string; created_at: Date; last_used_at: Date | null }>(
     db,
-    `SELECT id, user_name, created_at, last_used_at FROM ${CONTROL_SCHEMA}.api_keys
+    `SELECT id, user_name, created_at, last_used_at, ${META_COLUMNS} FROM ${CONTROL_SCHEMA}.api_keys
       WHERE user_name = $1 AND revoked_at IS NULL ORDER BY created_at, id`,
     [user],
   );
-  return res.rows.map((r) => ({ id: r.id, prefix: keyPrefix(r.id), user: r.user_name, createdAt: r.created_at, lastUsedAt: r.last_used_at }));
+  return res.rows.map((r) => ({ id: r.id, prefix: keyPrefix(r.id), user: r.user_name, createdAt: r.created_at, lastUsedAt: r.last_used_at, ...metaOf(r) }));
 }
 
-/** Revokes a key; with `user`, only a key of that user. Returns the owner of the revoked key. */
-export async function revokeKey(db: Queryable, id: string, user?: string): Promise<string> {
-  const res = await query<{ user_name: string }>(
+/** Revokes a key; with `user`, only a key of that user. Returns its owner and its access. */
+export async function revokeKey(db: Queryable, id: string, user?: string): Promise<{ user: string; access: KeyAccess }> {
+  const res = await query<{ user_name: string; access: KeyAccess }>(
     db,
     `UPDATE ${CONTROL_SCHEMA}.api_keys SET revoked_at = now()
-      WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR user_name = $2) RETURNING user_name`,
+      WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR user_name = $2) RETURNING user_name, access`,
     [id, user ?? null],
   );
   const row = res.rows[0];
   if (!row) throw new PgError(SqlState.UndefinedObject, `no active API key with id "${id}"`);
   await notify(db, { kind: 'key', id });
-  return row.user_name;
+  return { user: row.user_name, access: row.access };
 }
 
 export interface StoredKey {
   user: string;
   secretHash: Buffer;
+  meta: KeyMeta;
 }
 
+/** A key that was not revoked (it may have expired: the caller says so). */
 export async function loadKey(db: Queryable, id: string): Promise<StoredKey | undefined> {
-  const res = await query<{ user_name: string; secret_hash: Buffer }>(
+  const res = await query<MetaRow & { user_name: string; secret_hash: Buffer }>(
     db,
-    `SELECT user_name, secret_hash FROM ${CONTROL_SCHEMA}.api_keys WHERE id = $1 AND revoked_at IS NULL`,
+    `SELECT user_name, secret_hash, ${META_COLUMNS} FROM ${CONTROL_SCHEMA}.api_keys WHERE id = $1 AND revoked_at IS NULL`,
     [id],
   );
   const row = res.rows[0];
-  return row && { user: row.user_name, secretHash: row.secret_hash };
+  return row && { user: row.user_name, secretHash: row.secret_hash, meta: metaOf(row) };
 }
 
 const dummyHash = hashSecret('no such key');
@@ -121,17 +143,20 @@ export function invalidKey(): PgError {
   });
 }
 
-/** What the wire front end needs to check a SCRAM proof: the user's salt and each live key's verifier. */
+/**
+ * What the wire front end needs to check a SCRAM proof: the user's salt and each key's verifier,
+ * with the key's scope (an expired key still matches, so that the client is told it expired).
+ */
 export interface ScramCredentials {
   salt: Buffer;
   iterations: number;
-  keys: { id: string; storedKey: Buffer; serverKey: Buffer }[];
+  keys: { id: string; storedKey: Buffer; serverKey: Buffer; meta: KeyMeta }[];
 }
 
 export async function loadScramCredentials(db: Queryable, user: string): Promise<ScramCredentials | undefined> {
-  const res = await query<{ scram_salt: Buffer; scram_iterations: number; id: string | null; scram_stored_key: Buffer | null; scram_server_key: Buffer | null }>(
+  const res = await query<Partial<MetaRow> & { scram_salt: Buffer; scram_iterations: number; id: string | null; scram_stored_key: Buffer | null; scram_server_key: Buffer | null }>(
     db,
-    `SELECT u.scram_salt, u.scram_iterations, k.id, k.scram_stored_key, k.scram_server_key
+    `SELECT u.scram_salt, u.scram_iterations, k.id, k.scram_stored_key, k.scram_server_key, k.name, k.repos, k.access, k.expires_at
        FROM ${CONTROL_SCHEMA}.users u
        LEFT JOIN ${CONTROL_SCHEMA}.api_keys k ON k.user_name = u.name AND k.revoked_at IS NULL
       WHERE u.name = $1`,
@@ -142,6 +167,8 @@ export async function loadScramCredentials(db: Queryable, user: string): Promise
   return {
     salt: first.scram_salt,
     iterations: first.scram_iterations,
-    keys: res.rows.flatMap((r) => (r.id && r.scram_stored_key && r.scram_server_key ? [{ id: r.id, storedKey: r.scram_stored_key, serverKey: r.scram_server_key }] : [])),
+    keys: res.rows.flatMap((r) =>
+      r.id && r.scram_stored_key && r.scram_server_key ? [{ id: r.id, storedKey: r.scram_stored_key, serverKey: r.scram_server_key, meta: metaOf(r as MetaRow) }] : [],
+    ),
   };
 }

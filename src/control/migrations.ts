@@ -10,6 +10,8 @@ import { catalogStatsSql, catalogTableoidSql, catalogViewsSql } from '../policy/
 import { catalogWrappersSql } from '../policy/catalog-wrappers.js';
 import { backendPidSql, clientSignalSql } from '../policy/backend-pid.js';
 import { sessionStandInsSql } from '../policy/session-stand-ins.js';
+import { tenantNotifySql } from '../policy/channels.js';
+import { KEY_EVENT_TRIGGERS, keyTriggersSql } from './key-triggers.js';
 import { inTransaction, query, type Queryable } from './db.js';
 
 /** The private schema of the control plane; user roles have no privilege on it. */
@@ -277,6 +279,26 @@ const migrations: Migration[] = [
     sql: () => catalogStatsSql(),
   },
   {
+    version: 12,
+    name: 'scoped API keys: a name, repos, access and expiry; key roles own nothing',
+    sql: () => `
+      -- access: full (every repo of the user, as keys were before), read or write on repos (null:
+      -- every repo the user may reach, now and later). A full key reaches every repo.
+      ALTER TABLE ${CONTROL_SCHEMA}.api_keys
+        ADD COLUMN name text NOT NULL DEFAULT '',
+        ADD COLUMN repos text[],
+        ADD COLUMN access text NOT NULL DEFAULT 'full' CHECK (access IN ('full', 'read', 'write')),
+        ADD COLUMN expires_at timestamptz,
+        ADD CONSTRAINT api_keys_full_reaches_every_repo CHECK (access <> 'full' OR repos IS NULL);
+      -- Which key acted (its public id and its name then): every audited statement and refusal.
+      ALTER TABLE ${CONTROL_SCHEMA}.audit_log ADD COLUMN key_id text, ADD COLUMN key_name text;
+      -- pg_notify of a scoped key's role notifies in its user's namespace (src/policy/channels.ts).
+      ${tenantNotifySql()}
+      -- DDL of write keys: objects lent for a command and given back to the user (key-triggers.ts).
+      ${keyTriggersSql(CONTROL_SCHEMA)}
+    `,
+  },
+  {
     version: 13,
     name: 'async queries, their results, and the query history',
     // Any instance answers for any query; results are written while the statement runs (src/control/query-records.ts, query-pages.ts).
@@ -332,6 +354,12 @@ const migrations: Migration[] = [
     sql: () => sessionStandInsSql(),
   },
 ];
+
+/** Whether this database has the event triggers that let write keys change structure (they need a superuser to create). */
+export async function keyDdlInstalled(db: Queryable): Promise<boolean> {
+  const res = await query<{ n: number }>(db, "SELECT count(*)::int AS n FROM pg_catalog.pg_event_trigger WHERE evtname = ANY($1) AND evtenabled <> 'D'", [[...KEY_EVENT_TRIGGERS]]);
+  return res.rows[0]?.n === KEY_EVENT_TRIGGERS.length;
+}
 
 /** Whether this database has the event triggers of live schema events (they need a superuser to create). */
 export async function schemaEventsInstalled(db: Queryable): Promise<boolean> {

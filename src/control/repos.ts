@@ -188,23 +188,30 @@ export type RepoAccess = 'own' | 'write' | 'read';
 
 const rank: Record<RepoAccess, number> = { read: 1, write: 2, own: 3 };
 
-/** Every repo `user` can reach, with the strongest access it has there. */
-export async function reachableRepos(db: Queryable, user: string): Promise<Map<string, RepoAccess>> {
-  const res = await query<{ schema: string; access: RepoAccess }>(
+/**
+ * Every repo `user` can reach, with the strongest access it has there, and those it reaches only
+ * because they are public (not its own, not shared with it).
+ */
+export async function reachableRepos(db: Queryable, user: string): Promise<{ repos: Map<string, RepoAccess>; publicOnly: Set<string> }> {
+  const res = await query<{ schema: string; access: RepoAccess; public: boolean }>(
     db,
-    `SELECT owner || '/' || name AS schema, 'own' AS access FROM ${CONTROL_SCHEMA}.repos WHERE owner = $1
+    `SELECT owner || '/' || name AS schema, 'own' AS access, false AS public FROM ${CONTROL_SCHEMA}.repos WHERE owner = $1
      UNION ALL
-     SELECT owner || '/' || repo, permission FROM ${CONTROL_SCHEMA}.collaborators WHERE user_name = $1
+     SELECT owner || '/' || repo, permission, false FROM ${CONTROL_SCHEMA}.collaborators WHERE user_name = $1
      UNION ALL
-     SELECT owner || '/' || name, 'read' FROM ${CONTROL_SCHEMA}.repos WHERE NOT is_private AND owner <> $1`,
+     SELECT owner || '/' || name, 'read', true FROM ${CONTROL_SCHEMA}.repos WHERE NOT is_private AND owner <> $1`,
     [user],
   );
   const repos = new Map<string, RepoAccess>();
+  const shared = new Set<string>();
+  const open = new Set<string>();
   for (const r of res.rows) {
     const had = repos.get(r.schema);
     if (!had || rank[r.access] > rank[had]) repos.set(r.schema, r.access);
+    (r.public ? open : shared).add(r.schema);
   }
-  return repos;
+  for (const schema of shared) open.delete(schema);
+  return { repos, publicOnly: open };
 }
 
 /**

@@ -9,6 +9,7 @@ import { notify } from './events.js';
 import { CONTROL_SCHEMA } from './migrations.js';
 import { assertUserName } from './names.js';
 import { dropRepoSchema } from './repos.js';
+import { allKeyRoles, dropKeyRole, keyRolesOf } from './key-roles.js';
 
 const ROLE_OPTIONS = 'LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT';
 
@@ -62,6 +63,11 @@ export async function listUsers(db: Queryable): Promise<UserInfo[]> {
 export async function deleteUser(db: Queryable, name: string): Promise<void> {
   const found = await query(db, `SELECT 1 FROM ${CONTROL_SCHEMA}.users WHERE name = $1 FOR UPDATE`, [name]);
   if (!found.rowCount) throw new PgError(SqlState.UndefinedObject, `user "${name}" does not exist`);
+  // Its scoped keys' roles first: what they might own goes to the user's role, dropped below.
+  for (const role of await keyRolesOf(db, name)) {
+    await query(db, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+    await dropKeyRole(db, role);
+  }
   const repos = await query<{ name: string }>(db, `SELECT name FROM ${CONTROL_SCHEMA}.repos WHERE owner = $1`, [name]);
   for (const r of repos.rows) await dropRepoSchema(db, { owner: name, repo: r.name });
   await query(db, `DELETE FROM ${CONTROL_SCHEMA}.users WHERE name = $1`, [name]);
@@ -73,13 +79,14 @@ export async function deleteUser(db: Queryable, name: string): Promise<void> {
   await notify(db, { kind: 'rights' });
 }
 
-/** Resets every user role's password when the server secret changed since the last start. */
+/** Resets every user role's (and scoped key role's) password when the server secret changed since the last start. */
 export async function syncRolePasswords(db: Queryable, secret: string, fingerprint: string): Promise<number> {
   const stored = await query<{ value: string }>(db, `SELECT value FROM ${CONTROL_SCHEMA}.settings WHERE key = 'secret_fingerprint' FOR UPDATE`);
   if (stored.rows[0]?.value === fingerprint) return 0;
   const users = await query<{ name: string }>(db, `SELECT name FROM ${CONTROL_SCHEMA}.users`);
-  for (const u of users.rows) {
-    await query(db, `ALTER ROLE ${escapeIdentifier(u.name)} PASSWORD ${escapeLiteral(rolePasswordVerifier(secret, u.name))}`);
+  const roles = [...users.rows.map((u) => u.name), ...(await allKeyRoles(db))];
+  for (const role of roles) {
+    await query(db, `ALTER ROLE ${escapeIdentifier(role)} PASSWORD ${escapeLiteral(rolePasswordVerifier(secret, role))}`);
   }
   await query(
     db,
@@ -87,5 +94,5 @@ export async function syncRolePasswords(db: Queryable, secret: string, fingerpri
      ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
     [fingerprint],
   );
-  return users.rowCount ?? 0;
+  return roles.length;
 }

@@ -147,7 +147,7 @@ export class AsyncQueries {
   async submit(principal: Principal, queryString: string, run: Run, source: AuditSource): Promise<QueryRecord> {
     const record = await insertQueued(this.admin, { user: principal.user, keyId: principal.keyId, queryString });
     try {
-      const started = await this.claim(principal.user, { id: record.id, run, source });
+      const started = await this.claim(principal.user, { id: record.id, run, source, principal });
       // An older query of the user's may have taken the slot (oldest first): this one waits.
       return started?.id === record.id ? started : record;
     } catch (err: unknown) {
@@ -162,16 +162,18 @@ export class AsyncQueries {
    * when none is queued or no slot is free. `submitted` is the query just sent, already decided:
    * when it is the one claimed it runs as decided, any other is decided again.
    */
-  private async claim(user: string, submitted?: { id: string; run: Run; source: AuditSource }): Promise<QueryRecord | undefined> {
+  private async claim(user: string, submitted?: { id: string; run: Run; source: AuditSource; principal: Principal }): Promise<QueryRecord | undefined> {
     const runner = this.channel?.id;
     if (runner === undefined || this.closed) return undefined;
     const record = await claimQueued(this.admin, user, runner, this.deps.config.asyncMaxRunning);
     if (!record) return undefined;
     const local: LocalRun = { stop: new CancelFlag(), done: Promise.resolve(), reason: undefined };
     this.local.set(record.id, local);
-    const principal = { user: record.user, keyId: record.keyId };
     const mine = submitted?.id === record.id ? submitted : undefined;
     const source: AuditSource = mine?.source ?? { frontEnd: 'rest', source: null, requestId: null };
+    // A query that waited runs with its key as the key is now: its scope, or 401 when it was
+    // revoked or expired meanwhile.
+    const principal = mine?.principal ?? this.deps.control.principalOfKey(record.user, record.keyId);
     local.done = this.start(record, principal, mine?.run, source, runner, local).finally(() => {
       this.local.delete(record.id);
       // Its slot is free: the user's next query, if one waits.
@@ -181,12 +183,16 @@ export class AsyncQueries {
   }
 
   /** Runs a claimed query; one that waited is decided again (rights may have changed meanwhile). */
-  private start(record: QueryRecord, principal: Principal, run: Run | undefined, source: AuditSource, runner: number, local: LocalRun): Promise<void> {
+  private async start(record: QueryRecord, principal: Principal | Promise<Principal>, run: Run | undefined, source: AuditSource, runner: number, local: LocalRun): Promise<void> {
+    const known = await Promise.resolve(principal).catch((err: unknown) => err as Error);
     return runAsync(this.runDeps, {
       id: record.id,
-      principal,
+      principal: known instanceof Error ? { user: record.user, keyId: record.keyId, role: record.user } : known,
       queryString: record.queryString,
-      decide: () => run ?? decide(this.deps, principal, record.queryString, source),
+      decide: () => {
+        if (known instanceof Error) throw known;
+        return run ?? decide(this.deps, known, record.queryString, source);
+      },
       source,
       runner,
       stop: local.stop,

@@ -103,8 +103,9 @@ function storedColumns(columns: readonly { name: string; type: { name: string; e
  */
 async function execute(deps: RunDeps, req: RunRequest, run: Run): Promise<{ command: string | null; rowCount: number | null } | undefined> {
   const { control, sessions, sessionSettings, types } = deps;
-  const user = req.principal.user;
-  const session = sessions.takeIdle(user, sessionSettings) ?? (await sessions.acquire(user, sessionSettings));
+  // The user's own role, or a scoped key's: only the key's scope in Postgres too.
+  const role = req.principal.role;
+  const session = sessions.takeIdle(role, sessionSettings) ?? (await sessions.acquire(role, sessionSettings));
   let statement: RunningStatement | undefined;
   try {
     if (!(await setBackend(control.admin, req.id, req.runner, session))) return undefined;
@@ -125,7 +126,7 @@ async function execute(deps: RunDeps, req: RunRequest, run: Run): Promise<{ comm
     return outcome;
   } finally {
     if (statement && !statement.done) await statement.cancel();
-    sessions.release(user, sessionSettings, session, statement?.reusable ?? (session.status === 'I' && !session.socket.destroyed));
+    sessions.release(role, sessionSettings, session, statement?.reusable ?? (session.status === 'I' && !session.socket.destroyed));
   }
 }
 

@@ -16,6 +16,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import { lazyChild, type Logger } from '../shared/logger.js';
 import { authFailed } from '../observe/metrics.js';
 import { assertCsrf } from './csrf.js';
+import { isScoped, notWithScopedKey } from '../control/key-scope.js';
 import { failedKey } from './metering.js';
 import { clearSessionCookie, sessionCookie, setSessionCookie } from './session-cookie.js';
 
@@ -97,7 +98,7 @@ async function cookie(req: FastifyRequest, reply: FastifyReply, control: Control
   // Sliding expiry: the browser's copy must live as long as the renewed session.
   if (session.renewed) setSessionCookie(req, reply, id, opts.cookieSecure);
   req.webSession = { ...session, id };
-  return { user: session.user, keyId: session.label };
+  return { user: session.user, keyId: session.label, role: session.user };
 }
 
 /** The request is `principal`'s: its log lines say so from here on. */
@@ -139,4 +140,14 @@ export function installAuth(app: FastifyInstance, control: ControlPlane, opts: A
 export function principalOf(req: FastifyRequest): Principal {
   if (!req.principal) throw new PgError(SqlState.InternalError, 'route is not behind the auth hook');
   return req.principal;
+}
+
+/**
+ * The principal of a route that manages the account (keys, repos, sharing, usage, the console):
+ * a scoped key is refused with 42501 (403) naming what it may do instead.
+ */
+export function fullPrincipalOf(req: FastifyRequest, what: string): Principal {
+  const principal = principalOf(req);
+  if (isScoped(principal.key)) throw notWithScopedKey(principal.keyId, principal.key, what);
+  return principal;
 }

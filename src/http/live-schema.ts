@@ -7,7 +7,7 @@
  * @see https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
  */
 import { PassThrough, type Readable } from 'node:stream';
-import type { ControlPlane, SchemaChange } from '../control/control-plane.js';
+import type { ControlPlane, Principal, SchemaChange } from '../control/control-plane.js';
 import type { Logger } from '../shared/logger.js';
 
 export interface SchemaStreamOptions {
@@ -23,11 +23,12 @@ export interface SchemaStreamOptions {
  */
 const MAX_UNREAD_BYTES = 1024 * 1024;
 
-/** Whether `user` may see a change of `repo`: their own namespace, or a repo they may read now. */
-async function mayRead(control: ControlPlane, user: string, repo: string): Promise<boolean> {
+/** Whether the caller may see a change of `repo`: their own namespace, or a repo they may read now (a scoped key: in its scope). */
+async function mayRead(control: ControlPlane, who: Principal, repo: string): Promise<boolean> {
   // A repo's owner hears of it even when it is gone (a DROP SCHEMA leaves no rights to check).
-  if (repo.slice(0, repo.indexOf('/')) === user) return true;
-  const rights = control.peekRights(user) ?? (await control.rights(user));
+  const scoped = who.key !== undefined && who.key.access !== 'full';
+  if (!scoped && repo.slice(0, repo.indexOf('/')) === who.user) return true;
+  const rights = control.peekRights(who) ?? (await control.rights(who));
   return rights.repos.has(repo);
 }
 
@@ -37,11 +38,13 @@ export function schemaEventText(change: SchemaChange): string {
 }
 
 /**
- * Opens `user`'s event stream: the `retry:` field first, then each change they may read, and a
- * comment line every `keepAliveMs`. Destroying the stream (the client left) unsubscribes it.
+ * Opens the caller's event stream: the `retry:` field first, then each change they may read, and
+ * a comment line every `keepAliveMs`. Destroying the stream (the client left) unsubscribes it; the
+ * revocation or expiry of the caller's key ends it.
  */
-export function openSchemaStream(control: ControlPlane, user: string, log: Logger, opts: SchemaStreamOptions): Readable {
+export function openSchemaStream(control: ControlPlane, who: Principal, log: Logger, opts: SchemaStreamOptions): Readable {
   const stream = new PassThrough();
+  const user = who.user;
   // Rights may need a round trip: events go through one queue so that they keep their order.
   let queue = Promise.resolve();
   const write = (text: string) => {
@@ -56,15 +59,18 @@ export function openSchemaStream(control: ControlPlane, user: string, log: Logge
   const unsubscribe = control.onSchemaChange((change) => {
     queue = queue
       .then(async () => {
-        if (!stream.destroyed && (await mayRead(control, user, change.repo))) write(schemaEventText(change));
+        if (!stream.destroyed && (await mayRead(control, who, change.repo))) write(schemaEventText(change));
       })
       .catch((err: unknown) => log.warn({ err, user }, 'schema event not delivered: rights unknown'));
   });
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), opts.keepAliveMs);
   keepAlive.unref();
+  const keyEnd = { cancel: () => stream.destroy() };
+  control.watchKey(who, keyEnd);
   stream.once('close', () => {
     clearInterval(keepAlive);
     unsubscribe();
+    control.unwatchKey(who, keyEnd);
   });
   write(`retry: ${opts.retryMs}\n\n`);
   return stream;

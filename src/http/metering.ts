@@ -5,7 +5,7 @@
  * control/audit.ts, control/usage.ts): a request never waits for it.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { keyIdOf, type AuditEvent, type AuditOrigin } from '../control/audit.js';
+import { keyIdOf, keyOfPrincipal, type AuditEvent, type AuditOrigin } from '../control/audit.js';
 import type { ControlPlane } from '../control/control-plane.js';
 import { PgError, SqlState } from '../shared/errors.js';
 
@@ -15,12 +15,15 @@ export function audit(
   req: FastifyRequest,
   event: Omit<AuditEvent, keyof AuditOrigin | 'user'> & { user?: string | null; frontEnd?: AuditOrigin['frontEnd'] },
 ): void {
-  control.audit.record({ frontEnd: req.webSession ? 'console' : 'rest', source: req.ip, requestId: req.id, user: req.principal?.user ?? null, ...event });
+  const key = req.principal ? keyOfPrincipal(req.principal) : {};
+  control.audit.record({ frontEnd: req.webSession ? 'console' : 'rest', source: req.ip, requestId: req.id, user: req.principal?.user ?? null, ...key, ...event });
 }
 
 /** The failure of a Bearer key: a wrong key is a failed log-in (named by the key's public id, if it has the shape of one); rethrown. */
 export function failedKey(control: ControlPlane, req: FastifyRequest, key: string, err: unknown): never {
   if (err instanceof PgError && err.code === SqlState.InvalidPassword) audit(control, req, { action: 'login_failed', user: null, frontEnd: 'rest', target: keyIdOf(key) });
+  // A right key past its expiry: a failed log-in too, saying why.
+  if (err instanceof PgError && err.code === SqlState.InvalidAuthorizationSpecification) audit(control, req, { action: 'login_failed', user: null, frontEnd: 'rest', target: keyIdOf(key), detail: 'expired' });
   throw err;
 }
 

@@ -16,7 +16,10 @@ export interface QueryCancelPeers {
 import type { CancelFlag } from '../upstream/query-run.js';
 
 export class RunningQueries {
-  /** By user and id; a client may reuse an id, and a cancel then ends every query of that name. */
+  /**
+   * By role (the user's own, or a scoped key's: a key cancels its own queries only) and id; a
+   * client may reuse an id, and a cancel then ends every query of that name.
+   */
   private readonly running = new Map<string, Set<CancelFlag>>();
 
   constructor(private readonly peers?: QueryCancelPeers) {
@@ -49,7 +52,7 @@ export class RunningQueries {
   }
 }
 
-/** User names never hold a '/', so the key is unambiguous. */
+/** Role names never hold a '/', so the key is unambiguous. */
 function keyOf(user: string, id: string): string {
   return `${user}/${id}`;
 }

@@ -104,19 +104,49 @@ export type Collaborator = Static<typeof Collaborator>;
 export const CollaboratorList = Type.Object({ collaborators: Type.Array(Collaborator) });
 export type CollaboratorList = Static<typeof CollaboratorList>;
 
+export const KeyAccess = Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('full')], {
+  description: 'read: reads only; write: reads, and changes rows and structure, of its repos; full: everything its user may do (keys, repos, sharing too)',
+});
+
+/** A key as listed (never its secret). */
 export const KeyInfo = Type.Object({
   id: Type.String({ description: 'public key id, used to revoke it' }),
   prefix: Type.String({ description: 'rb_<id>: how the key starts' }),
+  name: Type.String({ description: 'what it is for; empty when not named' }),
+  repos: Nullable(Type.Array(Type.String(), { description: 'the repos it reaches (<user>/<repo>); null: every repo its user may reach, now and later' })),
+  access: KeyAccess,
+  expires_at: Nullable(Type.String({ format: 'date-time', description: 'when it stops working; null: never' })),
+  expired: Type.Boolean({ description: 'true once expires_at has passed: the key no longer works' }),
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Nullable(Type.String({ format: 'date-time' })),
 });
 export type KeyInfo = Static<typeof KeyInfo>;
 export const KeyList = Type.Object({ keys: Type.Array(KeyInfo) });
 export type KeyList = Static<typeof KeyList>;
+
+/** `POST /keys/`: every field optional; an empty body makes a full key, as before. */
+export const CreateKey = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 100, description: 'what the key is for, e.g. "dashboard"' })),
+    repos: Type.Optional(
+      Nullable(Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_]{1,38}/[A-Za-z0-9_.-]{1,100}$' }), { minItems: 1, maxItems: 100, description: 'repos (<user>/<repo>) you own or collaborate on; leave out (or null) for every repo' })),
+    ),
+    access: Type.Optional(KeyAccess),
+    expires_at: Type.Optional(Nullable(Type.String({ format: 'date-time', description: 'a time in the future; leave out (or null) for a key that does not expire' }))),
+  },
+  { additionalProperties: false, description: 'access defaults to "read" when repos are given, else to "full"' },
+);
+export type CreateKey = Static<typeof CreateKey>;
+
 export const NewKey = Type.Object({
   id: Type.String(),
   prefix: Type.String(),
   key: Type.String({ description: 'the whole API key; shown this once, never stored' }),
+  name: Type.String(),
+  repos: Nullable(Type.Array(Type.String())),
+  access: KeyAccess,
+  expires_at: Nullable(Type.String({ format: 'date-time' })),
+  created_at: Type.String({ format: 'date-time' }),
 });
 export type NewKey = Static<typeof NewKey>;
 

@@ -5,7 +5,7 @@
  * DDL, its audit row. `POST /query/` and the async runner decide the same way here.
  */
 import type { FastifyRequest } from 'fastify';
-import { isDdlTag, type AuditEvent, type AuditOrigin } from '../control/audit.js';
+import { isDdlTag, keyOfPrincipal, type AuditEvent, type AuditOrigin } from '../control/audit.js';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
 import { performHandled } from '../control/handled.js';
 import type { Decision, Policy, Session } from '../policy/index.js';
@@ -42,7 +42,7 @@ export function originOf(source: AuditSource): AuditOrigin {
 
 /** Records an audited action of `principal` (only on the rare paths: denials, the control plane's work, DDL). */
 function audit(control: ControlPlane, source: AuditSource, principal: Principal, event: Omit<AuditEvent, keyof AuditOrigin | 'user'>): void {
-  control.audit.record({ ...originOf(source), user: principal.user, ...event });
+  control.audit.record({ ...originOf(source), user: principal.user, ...keyOfPrincipal(principal), ...event });
 }
 
 function oneStatement(count: number): void {
@@ -58,8 +58,8 @@ function oneStatement(count: number): void {
  * the answer comes without a promise when nothing had to be waited for. A denial is thrown.
  */
 export function decide(deps: DecisionDeps, principal: Principal, sql: string, source: AuditSource): Run | Promise<Run | { done: string }> {
-  const rights = deps.control.peekRights(principal.user);
-  const decided = rights ? deps.policy.decide(sql, rights, SESSION) : deps.control.rights(principal.user).then((r) => deps.policy.decide(sql, r, SESSION));
+  const rights = deps.control.peekRights(principal);
+  const decided = rights ? deps.policy.decide(sql, rights, SESSION) : deps.control.rights(principal).then((r) => deps.policy.decide(sql, r, SESSION));
   return decided instanceof Promise ? decided.then<Run | { done: string }>((d) => follow(deps, principal, sql, source, d)) : follow(deps, principal, sql, source, decided);
 }
 

@@ -15,7 +15,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import { fromDriverError } from '../upstream/pg-error.js';
 import { castSql, LOAD_SETTINGS } from './convert.js';
 import { endCopy, firstOf } from './events.js';
-import type { Target } from './finish.js';
+import { lendFor, type Target } from './finish.js';
 import { RESERVED_PREFIX } from './names.js';
 import type { InferredColumn, SqlType } from './types.js';
 
@@ -34,6 +34,8 @@ export class DirectTable {
   private copy: CopyStreamQuery | undefined;
   private failure: unknown;
   private readonly table: string;
+  /** The name the table is built under. */
+  private readonly build: string;
 
   private constructor(
     private readonly client: pg.ClientBase,
@@ -43,8 +45,8 @@ export class DirectTable {
   ) {
     // A new table is built under a name of its own and renamed at the end, so that its name is
     // only taken at commit (a concurrent upload of the same name fails then, not waits all along).
-    const build = target.mode === 'append' ? target.table : `${RESERVED_PREFIX}new_${randomBytes(8).toString('hex')}`;
-    this.table = qualified(target.schema, build);
+    this.build = target.mode === 'append' ? target.table : `${RESERVED_PREFIX}new_${randomBytes(8).toString('hex')}`;
+    this.table = qualified(target.schema, this.build);
   }
 
   /**
@@ -109,14 +111,14 @@ export class DirectTable {
       const name = escapeIdentifier(this.names[i]!);
       return [`ALTER COLUMN ${name} TYPE ${c.type} USING ${castSql(name, c.type, c.written)}`];
     });
-    if (changes.length) await run(this.client, `ALTER TABLE ${this.table} ${changes.join(', ')}`);
+    if (changes.length) await run(this.client, `${lendFor(this.target, [this.build])}ALTER TABLE ${this.table} ${changes.join(', ')}`);
     return changes.length;
   }
 
   /** Gives a new table its name (replace: in place of the old one), and commits. */
   async commit(): Promise<void> {
-    if (this.target.mode === 'replace') await run(this.client, `DROP TABLE IF EXISTS ${qualified(this.target.schema, this.target.table)}`);
-    if (this.target.mode !== 'append') await run(this.client, `ALTER TABLE ${this.table} RENAME TO ${escapeIdentifier(this.target.table)}`);
+    if (this.target.mode === 'replace') await run(this.client, `${lendFor(this.target, [this.target.table])}DROP TABLE IF EXISTS ${qualified(this.target.schema, this.target.table)}`);
+    if (this.target.mode !== 'append') await run(this.client, `${lendFor(this.target, [this.build])}ALTER TABLE ${this.table} RENAME TO ${escapeIdentifier(this.target.table)}`);
     await run(this.client, 'COMMIT');
   }
 

@@ -19,6 +19,16 @@ export interface Target {
   schema: string;
   table: string;
   mode: ImportMode;
+  /**
+   * For a write key's upload: the comment that asks Postgres to lend these tables of `schema` to
+   * the key's role for a statement that changes them (policy/key-scope.ts); put in front of it.
+   */
+  lend?: ((tables: readonly string[]) => string) | undefined;
+}
+
+/** What goes in front of a statement changing `tables` of the target (nothing for a user's own role). */
+export function lendFor(target: Target, tables: readonly string[]): string {
+  return target.lend?.(tables) ?? '';
 }
 
 /** A column of an existing table, with its type as `format_type` spells it. */
@@ -127,8 +137,8 @@ export async function createTable(client: pg.ClientBase, target: Target, columns
       await run(client, `CREATE TABLE ${table} (${defs})`);
       const res = await run(client, `INSERT INTO ${table} SELECT ${select} FROM ${STAGING}${where(skipLine)}`);
       if (target.mode === 'replace') {
-        await run(client, `DROP TABLE IF EXISTS ${qualified(target.schema, target.table)}`);
-        await run(client, `ALTER TABLE ${table} RENAME TO ${escapeIdentifier(target.table)}`);
+        await run(client, `${lendFor(target, [target.table])}DROP TABLE IF EXISTS ${qualified(target.schema, target.table)}`);
+        await run(client, `${lendFor(target, [build])}ALTER TABLE ${table} RENAME TO ${escapeIdentifier(target.table)}`);
       }
       return res.rowCount ?? 0;
     });

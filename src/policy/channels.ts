@@ -11,8 +11,10 @@
 //
 // The statement's channel is user-dependent, so it is spliced at decision time from spans the
 // analysis found (`channelSpan`); `pg_notify` is user-independent: its call is redirected to
-// `repobase_catalog.pg_notify`, which prefixes `current_user` (`catalog-rewrite.ts`).
+// `repobase_catalog.pg_notify`, which prefixes `current_user` (`catalog-rewrite.ts`) — for a
+// scoped key's role `<user>#<key id>` its user (migration 12: `tenantNotifySql`).
 import { applySplices, type Edit } from './splices.js';
+import { CATALOG_SCHEMA } from './catalog-views.js';
 import { SqlState } from '../shared/errors.js';
 import type { ChannelSpan, Refusal, StatementFacts } from './facts.js';
 import type { JsonObject } from './json.js';
@@ -30,6 +32,20 @@ const reservedPrefix = 'repobase_';
 export const SENDERS_PREFIX = `${reservedPrefix}senders_`;
 /** Postgres' NAMEDATALEN - 1: a longer channel name is an error. */
 const maxChannelBytes = 63;
+
+/**
+ * The SQL of migration 12's pg_notify stand-in: the namespace is the user of the role that calls
+ * it (a user's own role, or a scoped key's `<user>#<key id>`), so that a key and its user share
+ * their channels.
+ */
+export function tenantNotifySql(): string {
+  return `CREATE OR REPLACE FUNCTION ${CATALOG_SCHEMA}.pg_notify(channel text, payload text) RETURNS void
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $fn$
+      SELECT pg_notify(CASE WHEN starts_with(channel, split_part(current_user, '#', 1) || '/') THEN channel ELSE split_part(current_user, '#', 1) || '/' || channel END, payload)
+    $fn$;`;
+}
 
 /** The upstream channel of `name` as `user` uses it. */
 export function upstreamChannel(user: string, name: string): string {

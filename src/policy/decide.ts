@@ -8,6 +8,7 @@ import { REPO_NAME_RULE, repoNameProblem, splitRepo } from './names.js';
 import { refusals } from './refusals.js';
 import { checkChannel, checkRef, checkSearchPath, noAccess, notARepo } from './resolve.js';
 import { builtInPath } from './setting-free.js';
+import { handledRefusal, keyRefusal } from './key-scope.js';
 import type { Decision, Rights, Session, SessionChange, SessionEffect } from './types.js';
 
 const postgresDefaultPath: readonly string[] = ['$user', 'public'];
@@ -50,7 +51,10 @@ export function evaluate(analysis: Analysis, rights: Rights, session: Session): 
   let sessionPath = path;
   let changes: SessionChange[] | undefined;
   for (const [i, facts] of analysis.statements.entries()) {
-    if (facts.schema !== null && facts.refusal === null) return count > 1 ? deny(alone(facts)) : schemaCommand(facts.schema, rights);
+    if (facts.schema !== null && facts.refusal === null) {
+      if (rights.key !== undefined) return deny(handledRefusal(rights, facts.command));
+      return count > 1 ? deny(alone(facts)) : schemaCommand(facts.schema, rights);
+    }
     const refusal = check(facts, rights, path);
     if (refusal !== null) {
       // The statements ahead may run first, as in Postgres, unless they changed the session
@@ -120,18 +124,23 @@ function check(facts: StatementFacts, rights: Rights, path: readonly string[]): 
     const refusal = checkSearchPath(setting.value, rights);
     if (refusal !== null) return refusal;
   }
-  return null;
+  return rights.key === undefined ? null : keyRefusal(facts, rights);
 }
 
 /** GRANTs performed by the control plane as sharing: every statement of the string must be one. */
 function shareDecision(statements: readonly StatementFacts[], rights: Rights): Decision {
+  if (rights.key !== undefined) return deny(handledRefusal(rights, statements.find((s) => s.shareCommand !== null)?.shareCommand ?? 'GRANT'));
   const other = statements.find((s) => s.shareCommand === null);
   if (other !== undefined) {
     return deny({ code: SqlState.FeatureNotSupported, message: 'GRANT can be sent with other GRANTs only', hint: 'send it as a query of its own' });
   }
-  const grants = statements.flatMap((s) => s.shares).flatMap(({ schema, grantee, level }) => {
+  const shares = statements.flatMap((s) => s.shares);
+  // A grant to a scoped key's role (a restored pg_dump holds them): the control plane keeps the
+  // caller's own keys' grants itself; another user's key is nobody to share with.
+  if (shares.some((s) => s.grantee?.includes('#') === true && !s.grantee.startsWith(`${rights.user}#`))) return deny(refusals.grant('GRANT to a key of another user'));
+  const grants = shares.flatMap(({ schema, grantee, level }) => {
     const repo = splitRepo(schema);
-    return repo === undefined || grantee === rights.user ? [] : [{ repo: repo.repo, grantee, level }];
+    return repo === undefined || grantee === rights.user || grantee?.includes('#') === true ? [] : [{ repo: repo.repo, grantee, level }];
   });
   if (grants.some((g) => g.grantee === null && g.level === 'write')) {
     return deny({ ...refusals.grant('GRANT of write privileges to PUBLIC'), hint: 'a public repo is readable by everyone; share write access with collaborators' });

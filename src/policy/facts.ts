@@ -121,6 +121,14 @@ export interface StatementFacts {
   /** GRANT / ALTER DEFAULT PRIVILEGES performed as sharing, and which of the two it is. */
   shares: ShareGrant[];
   shareCommand: string | null;
+  /** The first function called that is not a built-in (a user's): a read key cannot tell whether it writes. */
+  userCall: string | null;
+  /** The first built-in called that writes (nextval, setval, pg_notify), for read keys. */
+  writerCall: string | null;
+  /** The first large-object function called: large objects belong to a user, not to a repo (scoped keys). */
+  largeObjectCall: string | null;
+  /** It may make the transaction read-write (SET …_read_only, BEGIN/SET TRANSACTION READ WRITE): not for read keys. */
+  readWrite: boolean;
   /** The first service-rule violation found, if any. */
   refusal: Refusal | null;
   /**

@@ -27,17 +27,38 @@ export function isOidText(text: string): boolean {
   return /^\s*\d+\s*$/.test(text);
 }
 
+/** Built-ins that change data or reach other sessions: a read key may not call them (key-scope.ts). */
+const WRITING_BUILTINS: ReadonlySet<string> = new Set(['nextval', 'setval', 'pg_notify']);
+/** Settings that make transactions read-only: a read key's role has them on. */
+const READ_ONLY_SETTINGS: ReadonlySet<string> = new Set(['default_transaction_read_only', 'transaction_read_only']);
+
+/** Whether a setting's value keeps transactions read-only (Postgres' spellings of true). */
+export function keepsReadOnly(value: string | undefined): boolean {
+  return value !== undefined && ['on', 'true', 'yes', '1', 't', 'y', 'o'].includes(value.trim().toLowerCase());
+}
+
+/** Notes a SET or set_config that may make the transaction read-write (a read key may not). */
+export function noteReadOnlySetting(w: Walker, name: string, value: string | undefined): void {
+  if (READ_ONLY_SETTINGS.has(name) && !keepsReadOnly(value)) w.facts.readWrite = true;
+}
+
 /** Applies the service rules to a call of `names(args)`. */
 export function checkFunctionCall(w: Walker, names: readonly string[], args: readonly Json[], location?: Json): void {
   // A user's own function may share a built-in's name; only built-ins are judged here.
-  if (names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog')) return;
+  if (names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog')) {
+    w.facts.userCall ??= names.join('.');
+    return;
+  }
   const name = names[names.length - 1] ?? '';
   const c = classifyFunction(name);
   if (c === undefined) {
     // Unqualified, it is the user's own function (or one Postgres added since: see the tests).
     if (names.length === 2) w.refuse(unclassifiedRefusal(name));
+    else w.facts.userCall ??= name;
     return;
   }
+  if (WRITING_BUILTINS.has(name)) w.facts.writerCall ??= name;
+  if (name.startsWith('lo_') || name === 'loread' || name === 'lowrite') w.facts.largeObjectCall ??= name;
   if (c.kind === 'refused') return w.refuse(c.refusal);
   if (name === 'set_config') setConfig(w, names, args, location);
   if (name === 'pg_notify') notify(w, names, args, location);
@@ -98,6 +119,8 @@ function standIn(w: Walker, names: readonly string[], location: Json | undefined
 
 function setConfig(w: Walker, names: readonly string[], args: readonly Json[], location: Json | undefined): void {
   const setting = constString(args[0])?.toLowerCase();
+  // A name not known here may be a read-only one: for a read key, as if it were.
+  noteReadOnlySetting(w, setting ?? 'transaction_read_only', setting === undefined ? undefined : constString(args[1]));
   if (setting === undefined) {
     // Known when it runs: the stand-in refuses what would be refused here (catalog-wrappers.ts).
     if (w.ctx.offsets === null) w.refuse(refusals.nonConstant('set_config', 'setting name'));

@@ -14,6 +14,18 @@ import type { HandlerEntry, Scope, Walker } from './walker.js';
 
 type Level = ShareGrant['level'];
 
+/** The role of a scoped key (`alice#0123456789ab`, control/key-roles.ts). */
+const KEY_ROLE = /^[a-z][a-z0-9_]{1,38}#[0-9a-f]{12}$/;
+
+/**
+ * Grants to the roles of scoped keys, whatever the privileges: a pg_dump of a repo a key reaches
+ * holds the key's grants, which the control plane keeps in step itself. Recorded as shares, they
+ * are nothing to do for the caller's own keys and refused for anyone else's (decide.ts).
+ */
+function toKeyRoles(grantees: Array<string | null> | undefined): boolean {
+  return grantees !== undefined && grantees.length > 0 && grantees.every((g) => g !== null && KEY_ROLE.test(g));
+}
+
 const levels: Readonly<Record<string, Readonly<Record<string, Level>>>> = {
   OBJECT_SCHEMA: { usage: 'read' },
   OBJECT_TABLE: { select: 'read', insert: 'write', update: 'write', delete: 'write' },
@@ -61,8 +73,8 @@ function grant(w: Walker, n: JsonObject, scope: Scope): void {
   const what = n.is_grant === true ? 'GRANT' : 'REVOKE';
   const refused = refusals.grant(what);
   const objtype = str(n.objtype) ?? '';
-  const level = levelOf(objtype, n.privileges);
   const grantees = granteesOf(n.grantees);
+  const level = toKeyRoles(grantees) && objtype in levels ? 'read' : levelOf(objtype, n.privileges);
   if (n.is_grant !== true || n.grant_option === true || level === undefined || grantees === undefined) return w.refuse(refused);
   const targtype = str(n.targtype);
   const schemas: string[] = [];
@@ -86,8 +98,9 @@ function grant(w: Walker, n: JsonObject, scope: Scope): void {
 function defaultPrivileges(w: Walker, n: JsonObject): void {
   const refused = refusals.grant('ALTER DEFAULT PRIVILEGES');
   const action = fieldsOf(n.action, 'GrantStmt');
-  const level = action === undefined ? undefined : levelOf(str(action.objtype) ?? '', action.privileges);
   const grantees = granteesOf(action?.grantees);
+  const objtype = str(action?.objtype) ?? '';
+  const level = action === undefined ? undefined : toKeyRoles(grantees) && objtype in levels ? 'read' : levelOf(objtype, action.privileges);
   if (action === undefined || action.is_grant !== true || action.grant_option === true || level === undefined || grantees === undefined) return w.refuse(refused);
   let schemas: string[] | undefined;
   for (const option of arr(n.options)) {

@@ -10,6 +10,7 @@ import { loadParsers } from './parse.js';
 import { createParsePool } from './pool.js';
 import { misreadRefusal } from './settings.js';
 import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
+import { lendComment, lendList } from './key-scope.js';
 
 export { clientChannel, SENDERS_PREFIX } from './channels.js';
 export { BACKEND_PID_SETTING, SIGNAL_SQLSTATE } from './backend-pid.js';
@@ -17,7 +18,7 @@ export { CATALOG_SCHEMA } from './catalog-views.js';
 export { ACTIVITY_SETTING, HIDDEN_SETTING, SEQUENCES_SETTING, STATEMENTS_SETTING } from './session-stand-ins.js';
 export { indexAfter } from './splices.js';
 export { errorInOriginal } from './splices.js';
-export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
+export type { Decision, HandledAction, KeyRights, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
 
 /**
  * The denial of a statement Postgres could read differently from the policy's parser with the
@@ -76,26 +77,26 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
     // event loop for everybody (64 MiB take ~0.2 s); it goes to the worker whole.
     const cacheable = sql.length <= cacheKeyChars;
     const cached = cacheable ? cache.get(sql) : undefined;
-    if (cached !== undefined) return evaluateOnce(cached, rights, session);
+    if (cached !== undefined) return lend(evaluateOnce(cached, rights, session), cached, sql, rights, session);
     const shape = cacheable ? literalShape(sql) : undefined;
     const sameShape = shape === undefined ? undefined : shapes.get(shape);
     if (sameShape !== undefined) {
       const decision = evaluateOnce(sameShape, rights, session);
-      if (decision.kind !== 'deny') return decision; // a denial is re-made below, with its own positions
+      if (decision.kind !== 'deny') return lend(decision, sameShape, sql, rights, session); // a denial is re-made below, with its own positions
     }
     const bytes = Buffer.byteLength(sql);
     if (bytes > limit) return tooLarge(bytes);
     if (bytes >= threshold) {
       return pool.analyse(sql, plain).then((analysis) => {
         cache.set(sql, analysis);
-        return evaluate(analysis, rights, session);
+        return lend(evaluate(analysis, rights, session), analysis, sql, rights, session);
       });
     }
     const analysis = analyse(sql);
     // Effects replayed from the statement's text carry its position, which differs between texts of one shape.
     if (shape !== undefined && analysis.error === null && analysis.rewrite === null && analysis.channelText === undefined && !hasPositions(analysis)) shapes.set(shape, analysis);
     else cache.set(sql, analysis);
-    return evaluate(analysis, rights, session);
+    return lend(evaluate(analysis, rights, session), analysis, sql, rights, session);
   }
 
   // With standard_conforming_strings off, a text with a backslash reads differently: its
@@ -103,12 +104,12 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   function decideEscaped(sql: string, rights: Rights, session: Session): Decision | Promise<Decision> {
     const key = `\0E${sql}`;
     const cached = sql.length <= cacheKeyChars ? cache.get(key) : undefined;
-    if (cached !== undefined) return evaluate(cached, rights, session);
+    if (cached !== undefined) return lend(evaluate(cached, rights, session), cached, sql, rights, session);
     const bytes = Buffer.byteLength(sql);
     if (bytes > limit) return tooLarge(bytes);
     const done = (analysis: Analysis) => {
       cache.set(key, analysis);
-      return evaluate(analysis, rights, session);
+      return lend(evaluate(analysis, rights, session), analysis, sql, rights, session);
     };
     return bytes >= threshold ? pool.analyse(sql, escaped).then(done) : done(analyse(sql, escaped));
   }
@@ -118,6 +119,21 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   }
 
   return { decide, close: () => pool.close() };
+}
+
+/**
+ * A write key's statement that changes objects of its repos, sent with the comment that asks
+ * Postgres to lend them to the key's role for the command (key-scope.ts, control/key-triggers.ts).
+ * Made per call, never cached with the analysis: a decision by shape serves texts that differ.
+ */
+function lend(decision: Decision, analysis: Analysis, sql: string, rights: Rights, session: Session): Decision {
+  if (rights.key?.access !== 'write' || (decision.kind !== 'allow' && decision.kind !== 'rewrite')) return decision;
+  const list = lendList(analysis.statements, rights, session.searchPath);
+  if (list.length === 0) return decision;
+  const comment = lendComment(list);
+  const edit = [[0, 0, comment.length] as const];
+  if (decision.kind === 'rewrite') return { ...decision, sql: comment + decision.sql, edits: [...decision.edits, edit] };
+  return { ...decision, kind: 'rewrite', sql: comment + sql, edits: [edit] };
 }
 
 function hasPositions(analysis: Analysis): boolean {

@@ -17,6 +17,7 @@ import { citusRelationRefusal } from './citus.js';
 import type { NameRef, Need, Refusal } from './facts.js';
 import { isSystemSchema, isTempSchema, splitRepo } from './names.js';
 import type { Rights } from './types.js';
+import { outsideScope, readOnlyKey } from './key-scope.js';
 
 const denied = SqlState.InsufficientPrivilege;
 
@@ -65,11 +66,14 @@ export function checkSchema(schema: string, need: Need, rights: Rights, where: W
   if (repo === undefined) return at(notARepo(schema, rights.user), where, schema);
   const access = rights.repos.get(schema);
   if (access === undefined) {
+    // A scoped key says so for a repo its user reaches; for any other, the same words as for the user.
+    if (rights.key?.reach.has(schema) === true) return at(outsideScope(schema, rights), where, schema);
     if (repo.owner !== rights.user) return at(noAccess(schema, repo.owner), where, schema);
     return at({ code: SqlState.InvalidSchemaName, message: `repo "${schema}" does not exist`, hint: `create it with CREATE SCHEMA "${schema}"` }, where, schema);
   }
   if (need === 'read' || access === 'own' || (need === 'write' && access === 'write')) return null;
   if (access === 'read') {
+    if (rights.key?.access === 'read' && rights.key.reach.get(schema) !== 'read') return at(readOnlyKey(schema, where.command, rights), where, schema);
     return at({ code: denied, message: `repo "${schema}" is read-only for you`, hint: `ask ${repo.owner} for write access` }, where, schema);
   }
   const hint = where.command === 'TRUNCATE'
@@ -141,7 +145,10 @@ export function checkSearchPath(entries: readonly string[], rights: Rights): Ref
     if (schema === '$user' || schema === 'public' || isSystemSchema(schema) || isTempSchema(schema)) continue;
     const repo = splitRepo(schema);
     if (repo === undefined) return notARepo(schema, rights.user);
-    if (repo.owner !== rights.user && !rights.repos.has(schema)) return noAccess(schema, repo.owner);
+    // A scoped key creates no repo: its own namespace is no exception.
+    if ((repo.owner !== rights.user || rights.key !== undefined) && !rights.repos.has(schema)) {
+      return rights.key !== undefined && repo.owner === rights.user ? outsideScope(schema, rights) : noAccess(schema, repo.owner);
+    }
   }
   return null;
 }

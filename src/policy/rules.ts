@@ -2,9 +2,10 @@
 // roles), repo creation, LISTEN/NOTIFY channels, and statements that name nothing.
 import { channelStatement } from './channels.js';
 import type { Refusal } from './facts.js';
-import { arr, obj, str, stringConst, type JsonObject } from './json.js';
+import { arr, fieldsOf, obj, str, stringConst, type Json, type JsonObject } from './json.js';
 import { refusals } from './refusals.js';
 import { citusSettingRefusal } from './citus.js';
+import { noteReadOnlySetting } from './functions.js';
 import type { HandlerEntry, Scope, Walker } from './walker.js';
 
 const r = refusals;
@@ -79,6 +80,9 @@ function variableSet(w: Walker, n: JsonObject): void {
     return;
   }
   const resets = kind === 'VAR_RESET' || kind === 'VAR_SET_DEFAULT';
+  // A reset returns to the role's setting: a read key's role keeps its transactions read-only.
+  if (kind === 'VAR_SET_MULTI') readWriteOptions(w, n.args);
+  else if (!resets) noteReadOnlySetting(w, name, arr(n.args).map((a) => stringConst(a) ?? '').join(','));
   const citus = resets ? undefined : citusSettingRefusal(name);
   if (citus) return w.refuse(citus);
   if (name !== 'search_path' || kind === 'VAR_SET_CURRENT') return;
@@ -105,17 +109,28 @@ const TRANSACTION_ENDS: ReadonlyMap<string, boolean> = new Map([
   ['TRANS_STMT_ROLLBACK', false],
 ]);
 
-function transaction(w: Walker, n: JsonObject, scope: Scope): void {
-  const commit = TRANSACTION_ENDS.get(str(n.kind) ?? '');
-  if (commit !== undefined && !w.ctx.body) w.facts.settings.push({ kind: 'transaction_end', commit });
-  plain(w, n, scope);
-}
-
 /** The refusal a function's `SET role = …` clause deserves, if any (it runs at every call). */
 export function functionSetting(n: JsonObject): Refusal | undefined {
   const name = (str(n.name) ?? '').toLowerCase();
   if (name === 'role' || name === 'session_authorization') return r.roleGames(`a function's SET ${name}`);
   return citusSettingRefusal(name);
+}
+
+/** `READ WRITE` among transaction options (BEGIN, START TRANSACTION, SET TRANSACTION, SET SESSION CHARACTERISTICS). */
+function readWriteOptions(w: Walker, options: Json | undefined): void {
+  for (const option of arr(options)) {
+    const def = fieldsOf(option, 'DefElem');
+    if (str(def?.defname) !== 'transaction_read_only') continue;
+    const value = fieldsOf(def?.arg, 'A_Const');
+    if (obj(value?.ival)?.ival !== 1) w.facts.readWrite = true;
+  }
+}
+
+function transaction(w: Walker, n: JsonObject, scope: Scope): void {
+  readWriteOptions(w, n.options);
+  const commit = TRANSACTION_ENDS.get(str(n.kind) ?? '');
+  if (commit !== undefined && !w.ctx.body) w.facts.settings.push({ kind: 'transaction_end', commit });
+  w.rest(n, [], 'read', scope);
 }
 
 function discard(w: Walker, n: JsonObject): void {

@@ -41,6 +41,9 @@ export const STATEMENTS_SETTING = 'repobase.statements';
 /** pg_catalog relations redirected to stand-ins of the session (besides the filtered catalog's). */
 export const sessionViews: ReadonlySet<string> = new Set(['pg_prepared_statements']);
 
+/** The user a session's role acts for: the role itself, or the user of a scoped key's role (`alice#<key id>`). */
+const TENANT = "pg_catalog.split_part(CURRENT_USER, '#', 1)";
+
 /** The SQL of migration 14. */
 export function sessionStandInsSql(): string {
   const c = CATALOG_SCHEMA;
@@ -51,7 +54,7 @@ export function sessionStandInsSql(): string {
     CREATE OR REPLACE FUNCTION ${c}.pg_notify(channel text, payload text) RETURNS void
     LANGUAGE sql VOLATILE PARALLEL UNSAFE
     AS $fn$
-      SELECT pg_catalog.pg_notify(CASE WHEN pg_catalog.starts_with(channel, pg_catalog.concat(CURRENT_USER, '/')) THEN channel ELSE pg_catalog.concat(CURRENT_USER, '/', channel) END, payload)
+      SELECT pg_catalog.pg_notify(CASE WHEN pg_catalog.starts_with(channel, pg_catalog.concat(${TENANT}, '/')) THEN channel ELSE pg_catalog.concat(${TENANT}, '/', channel) END, payload)
     $fn$;
     ALTER FUNCTION ${c}.pg_notify(text, text) RESET ALL;
 
@@ -59,7 +62,7 @@ export function sessionStandInsSql(): string {
     -- (src/policy/channels.ts), and not the channel of sender announcements.
     CREATE OR REPLACE FUNCTION ${c}.pg_listening_channels() RETURNS SETOF text LANGUAGE sql STABLE PARALLEL RESTRICTED ROWS 10
     BEGIN ATOMIC
-      SELECT CASE WHEN pg_catalog.starts_with(c, pg_catalog.concat(CURRENT_USER, '/')) THEN pg_catalog.substr(c, pg_catalog.length(CURRENT_USER) + 2) ELSE c END
+      SELECT CASE WHEN pg_catalog.starts_with(c, pg_catalog.concat(${TENANT}, '/')) THEN pg_catalog.substr(c, pg_catalog.length(${TENANT}) + 2) ELSE c END
         FROM pg_catalog.pg_listening_channels() AS c
        WHERE NOT pg_catalog.starts_with(c, '${SENDERS_PREFIX}');
     END;

@@ -5,12 +5,33 @@ import type { PgError } from '../shared/errors.js';
 /** How a principal may use one repo. */
 export type RepoAccess = 'own' | 'write' | 'read';
 
+/**
+ * The limits of a scoped API key (one that is not `full`), on top of `Rights.repos`, which is
+ * already cut to its scope (see key-scope.ts).
+ */
+export interface KeyRights {
+  /** Its public id and its name, for messages. */
+  id: string;
+  name: string;
+  access: 'read' | 'write';
+  /** The repos it lists; null: every repo of its user. */
+  repos: readonly string[] | null;
+  /** What its user reaches with a full key: a refusal there names the key's scope as the reason. */
+  reach: ReadonlyMap<string, RepoAccess>;
+  /** Whether Postgres lets it change structure (the service's event triggers are installed). */
+  ddl: boolean;
+}
+
 /** What one principal may do, built by the control plane. */
 export interface Rights {
   /** Service user = Postgres role name, e.g. `alice`. */
   user: string;
   /** Schema name (`bob/data`) → access; public repos appear as `read`. */
   repos: ReadonlyMap<string, RepoAccess>;
+  /** The repos of `repos` that are there only because they are public (not the user's, not shared). */
+  publicRepos?: ReadonlySet<string>;
+  /** Set for a scoped key: its limits. */
+  key?: KeyRights;
 }
 
 /** The connection state the policy needs; maintained by the front end from `SessionChange`s. */

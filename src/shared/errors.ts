@@ -16,6 +16,7 @@ export const SqlState = {
   ActiveSqlTransaction: '25001',
   BadCopyFileFormat: '22P04',
   InvalidTextRepresentation: '22P02',
+  InvalidDatetimeFormat: '22007',
   UniqueViolation: '23505',
   InvalidAuthorizationSpecification: '28000',
   InvalidPassword: '28P01',

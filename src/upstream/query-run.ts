@@ -132,6 +132,8 @@ const CANCEL_GRACE_MS = 5_000;
 export class CancelFlag {
   private listener: (() => void) | undefined;
   private raised = false;
+  /** Why it was raised, when the raiser said (its API key was revoked or expired). */
+  reason: string | undefined;
 
   /** Whether `cancel` was called. */
   get cancelled(): boolean {
@@ -139,9 +141,10 @@ export class CancelFlag {
   }
 
   /** Raises the flag and calls the listener, once. */
-  cancel(): void {
+  cancel(reason?: string): void {
     if (this.raised) return;
     this.raised = true;
+    this.reason = reason;
     const listener = this.listener;
     this.listener = undefined;
     listener?.();

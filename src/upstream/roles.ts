@@ -19,3 +19,12 @@ export function rolePasswordVerifier(secret: string, role: string): string {
 export function secretFingerprint(secret: string): string {
   return createHmac('sha256', secret).update('fingerprint').digest('hex').slice(0, 16);
 }
+
+/**
+ * The user a role belongs to: itself for a user's own role, `alice` for a scoped key's role
+ * `alice#0123456789ab` (`#` is in no user name). A key's backends count against its user's limits.
+ */
+export function tenantOf(role: string): string {
+  const hash = role.indexOf('#');
+  return hash < 0 ? role : role.slice(0, hash);
+}

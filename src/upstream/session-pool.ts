@@ -6,11 +6,12 @@
  *
  * - **Affinity.** `takeIdle` gives a caller the session it names (the one it used last) when that
  *   one is idle, else the most recently used: a client that comes back finds its own backend.
- * - **Limits.** At most `maxPerRole` sessions per role, and every session holds a slot of the
- *   process's `BackendBudget`, shared with the other pools. A request past either limit waits in
- *   order; a session given back goes straight to the longest waiter of its role, idle sessions of
- *   other roles are closed for a role that waits for a slot, and past `waitMs` the request fails
- *   with 53300.
+ * - **Limits.** At most `maxPerRole` sessions per user — a user's own role and the roles of its
+ *   scoped keys (`<user>#<key id>`) together — and every session holds a slot of the process's
+ *   `BackendBudget`, shared with the other pools. A request past either limit waits in order; a
+ *   session given back goes straight to the longest waiter of its role, idle sessions of other
+ *   roles are closed for a role that waits for a slot (those of the same user first, when the
+ *   user is at its limit), and past `waitMs` the request fails with 53300.
  * - **Size follows load.** A session opens only when a request finds none idle, and closes after
  *   `idleMs` idle (or at once, when another role waits for its slot).
  */
@@ -22,6 +23,7 @@ import { BackendBudget } from './budget.js';
 import { poolWaitTally, watchPool, type HistogramTally } from '../observe/metrics.js';
 import { ignore, noteParameterStatus, openUpstreamSession, type UpstreamSession, type UpstreamTarget } from './session.js';
 import { SilenceWatch } from './silence-watch.js';
+import { TenantLimits } from './tenant-limits.js';
 
 interface Idle {
   session: UpstreamSession;
@@ -95,6 +97,8 @@ export type Return = 'keep' | 'reset' | 'close';
 export class SessionPool {
   private readonly idle = new Map<string, Idle[]>();
   private readonly count = new Map<string, number>();
+  /** `maxPerRole` per user: its own role's sessions and its keys' roles' together. */
+  private readonly limits: TenantLimits;
   private readonly gone = new WeakSet<UpstreamSession>();
   /** Watches the handed-out sessions for silence when `silenceMs` is set. */
   private readonly silence: SilenceWatch | undefined;
@@ -125,6 +129,7 @@ export class SessionPool {
   private closed = false;
 
   constructor(private readonly opts: SessionPoolOptions) {
+    this.limits = new TenantLimits(opts.maxPerRole);
     this.budget = opts.budget ?? new BackendBudget(Number.MAX_SAFE_INTEGER);
     this.unregister = this.budget.register({ oldestIdle: () => this.oldestIdle()?.idle.since, closeOldestIdle: () => this.closeOldestIdle() });
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
@@ -132,6 +137,15 @@ export class SessionPool {
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
     this.waitTally = opts.metricsName ? poolWaitTally(opts.metricsName) : undefined;
     if (opts.silenceMs) this.silence = new SilenceWatch(opts.silenceMs, () => this.handedOut());
+  }
+
+  private atLimit(role: string): boolean {
+    return this.limits.atLimit(role);
+  }
+
+  /** Whether another role of the same user waits in a line (for a session of this user's share). */
+  private otherWaits(role: string): boolean {
+    return this.limits.otherWaits(role, this.waiting.has(role));
   }
 
   /** Sessions handed out (or opening), pooled, and acquires waiting for room: read when the metrics are scraped. */
@@ -239,7 +253,7 @@ export class SessionPool {
   private growBehind(role: string, key: string, params: Readonly<Record<string, string>>): void {
     const grow = this.opts.growAfterMs;
     if (grow === undefined || this.opening.has(role) || this.lateBy > grow || this.budget.pressed) return;
-    if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole || !this.budget.take()) return;
+    if (this.atLimit(role) || !this.budget.take()) return;
     this.open(role, key, params).then(
       (session) => this.release(role, params, session, 'keep'),
       () => undefined, // open() has given its slot back; the next miss tries again
@@ -259,7 +273,7 @@ export class SessionPool {
     if (idle) return Promise.resolve(idle);
     const key = this.key(role, params);
     const openNow = this.opts.growAfterMs === undefined || (this.inUse(role) === 0 && !this.opening.has(role));
-    if (openNow && !this.waiting.has(role) && (this.count.get(role) ?? 0) < this.opts.maxPerRole && this.budget.take()) return this.open(role, key, params);
+    if (openNow && !this.waiting.has(role) && !this.atLimit(role) && this.budget.take()) return this.open(role, key, params);
     return this.wait(role, key, params);
   }
 
@@ -273,6 +287,7 @@ export class SessionPool {
 
   private async open(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
     this.count.set(role, (this.count.get(role) ?? 0) + 1);
+    this.limits.opened(role);
     this.opening.set(role, (this.opening.get(role) ?? 0) + 1);
     try {
       const session = await openUpstreamSession(this.opts.target(role), params);
@@ -304,6 +319,7 @@ export class SessionPool {
       if (list === undefined) {
         this.waiting.set(role, (list = []));
         this.queuedSince.set(role, waiter.started);
+        this.limits.lineStarted(role);
       }
       list.push(waiter);
       if (list.length > 1) return;
@@ -340,6 +356,7 @@ export class SessionPool {
     }
     this.waiting.delete(role);
     this.queuedSince.delete(role);
+    this.limits.lineEnded(role);
     const timer = this.lineTimers.get(role);
     if (timer !== undefined) {
       clearTimeout(timer);
@@ -363,7 +380,7 @@ export class SessionPool {
       if (left > 1) return this.expireAt(role, left);
       this.leave(role, first);
       first.reject(
-        new PgError(SqlState.TooManyConnections, `too many connections for user "${role}": no upstream backend became free within ${waitMs} ms`, {
+        new PgError(SqlState.TooManyConnections, `too many connections for user "${this.limits.userOf(role)}": no upstream backend became free within ${waitMs} ms`, {
           hint: `every backend this user may hold (at most ${this.opts.maxPerRole}) or the service has stayed busy; retry, or keep transactions short`,
         }),
       );
@@ -394,7 +411,7 @@ export class SessionPool {
       const waited = performance.now() - Math.min(first.started, this.queuedSince.get(role)!);
       if ((waited < grow || this.lateBy > grow) && (this.inUse(role) > 0 || this.opening.has(role))) return this.lookAgain(role, waited < grow ? grow - waited : grow);
     }
-    if ((this.count.get(role) ?? 0) >= this.opts.maxPerRole) return void this.closeIdle(role);
+    if (this.atLimit(role)) return void this.closeIdle(role);
     if (this.budget.take()) return this.openFor(role, first);
     if (grow !== undefined && this.inUse(role) > 0) {
       // The service's backends are all taken and this role's own come back soon. It does not
@@ -425,21 +442,22 @@ export class SessionPool {
   }
 
   /**
-   * Closes the role's longest-idle session (it has other start-up settings: one with these would
-   * have been taken), making room for a new one; false when the role has no idle session.
+   * Closes the longest-idle session of the role's user (of the role itself with other start-up
+   * settings — one with these would have been taken — or of another role of the same user),
+   * making room for a new one; false when the user has no idle session.
    */
   private closeIdle(role: string): boolean {
-    const prefix = role + '\0';
+    const user = this.limits.userOf(role);
     let oldest: { key: string; list: Idle[] } | undefined;
     for (const [key, list] of this.idle) {
-      if (!key.startsWith(prefix) || list.length === 0) continue;
+      if (list.length === 0 || this.limits.userOf(roleOf(key)) !== user) continue;
       if (!oldest || list[0]!.since < oldest.list[0]!.since) oldest = { key, list };
     }
     if (!oldest) return false;
     const entry = oldest.list.shift()!;
     if (oldest.list.length === 0) this.idle.delete(oldest.key);
     entry.revoke?.();
-    this.destroy(role, entry.session);
+    this.destroy(roleOf(oldest.key), entry.session);
     return true;
   }
 
@@ -485,7 +503,7 @@ export class SessionPool {
    * is now (a request waits for a session, the budget is pressed, it is not idle): `release` it.
    */
   lend(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, revoke: () => void): boolean {
-    if (this.closed || this.budget.pressed || session.socket.destroyed || session.status !== 'I' || this.waiting.has(role)) return false;
+    if (this.closed || this.budget.pressed || session.socket.destroyed || session.status !== 'I' || this.waiting.has(role) || this.otherWaits(role)) return false;
     session.sink = ignore;
     session.onGone = ignore;
     this.park(role, params, session, revoke);
@@ -542,7 +560,8 @@ export class SessionPool {
     const key = this.key(role, params);
     const waiters = this.waiting.get(role);
     if (waiters !== undefined) for (const waiter of waiters) if (waiter.key === key) return this.give(role, waiter, session);
-    if (waiters !== undefined || this.budget.pressed) return this.destroy(role, session); // its room goes to a waiter
+    // Its room goes to a waiter: of another settings, of another role, or of another role of its user at the user's limit.
+    if (waiters !== undefined || this.budget.pressed || this.otherWaits(role)) return this.destroy(role, session);
     const list = this.idle.get(key) ?? [];
     // A parked session has nothing to say; anything it sends is its backend going away (a FATAL
     // from pg_terminate_backend or a shutdown arrives before the connection closes). Closing it at
@@ -568,12 +587,18 @@ export class SessionPool {
     this.decrement(role);
     this.budget.give();
     this.makeRoom(role);
+    // The user's other roles waiting at its limit may go ahead now.
+    if (this.otherWaits(role)) {
+      const user = this.limits.userOf(role);
+      for (const other of [...this.waiting.keys()]) if (other !== role && this.limits.userOf(other) === user) this.makeRoom(other);
+    }
   }
 
   private decrement(role: string): void {
     const n = (this.count.get(role) ?? 1) - 1;
     if (n <= 0) this.count.delete(role);
     else this.count.set(role, n);
+    this.limits.closed(role);
   }
 
   private sweep(): void {

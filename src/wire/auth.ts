@@ -13,6 +13,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
+import { principalOf } from '../control/key-store.js';
+import { keyOfPrincipal } from '../control/audit.js';
+import { expiredKey } from '../control/key-scope.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import { hmac, proofMatches, scramAttributes, serverSignature, SCRAM_ITERATIONS } from '../shared/scram.js';
 import {
@@ -93,9 +96,16 @@ async function scram(queue: FrameQueue, write: (b: Buffer) => void, user: string
   const proof = Buffer.from(clientFinal.slice(proofAt + 3), 'base64');
   const key = creds.keys.find((k) => proofMatches(k.storedKey, authMessage, proof));
   if (!key) throw authFailed(user);
+  if (key.meta.expiresAt !== null && key.meta.expiresAt.getTime() <= Date.now()) throw expiredLogin(key.id, key.meta);
   write(buildAuthenticationSaslFinal(Buffer.from(`v=${serverSignature(key.serverKey, authMessage).toString('base64')}`)));
   opts.control.recordKeyUse(key.id);
-  return { user, keyId: key.id };
+  return principalOf(key.id, user, key.meta);
+}
+
+/** The FATAL 28P01 of a key that was right but expired: the client is told when. */
+function expiredLogin(id: string, meta: Parameters<typeof expiredKey>[1]): PgError {
+  const e = expiredKey(id, meta);
+  return new PgError(SqlState.InvalidPassword, e.message, { severity: 'FATAL', hint: e.hint });
 }
 
 async function cleartext(queue: FrameQueue, write: (b: Buffer) => void, user: string, opts: AuthOptions): Promise<Principal> {
@@ -106,7 +116,12 @@ async function cleartext(queue: FrameQueue, write: (b: Buffer) => void, user: st
     const principal = await opts.control.authenticate(msg.password);
     if (principal.user === user) return principal;
   } catch (err: unknown) {
-    if (!(err instanceof PgError) || err.code !== SqlState.InvalidPassword) throw err;
+    // An expired key of this very user is told so (as over SCRAM); anything else is a failed log-in.
+    if (err instanceof PgError && err.code === SqlState.InvalidAuthorizationSpecification && msg.password.startsWith('rb_')) {
+      const meta = (await opts.control.scramCredentials(user))?.keys.find((k) => msg.password.startsWith(`rb_${k.id}_`))?.meta;
+      if (meta) throw expiredLogin(msg.password.slice(3, 15), meta);
+    }
+    if (!(err instanceof PgError) || (err.code !== SqlState.InvalidPassword && err.code !== SqlState.InvalidAuthorizationSpecification)) throw err;
   }
   throw authFailed(user);
 }
@@ -127,7 +142,7 @@ export async function authenticateClient(
     const principal = opts.method === 'scram-sha-256' ? await scram(queue, write, user, opts) : await cleartext(queue, write, user, opts);
     write(buildAuthenticationOk());
     opts.throttle.succeeded(address);
-    opts.control.audit.record({ action: 'login', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null });
+    opts.control.audit.record({ action: 'login', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null, ...keyOfPrincipal(principal) });
     return principal;
   } catch (err: unknown) {
     if (err instanceof PgError && err.code === SqlState.InvalidPassword) opts.control.audit.record({ action: 'login_failed', user, frontEnd: 'wire', source: address, requestId: opts.connId ?? null });

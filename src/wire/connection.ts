@@ -42,6 +42,9 @@ import { sendersChannel } from './notifications.js';
 import type { SequenceFreeTables } from './sequences.js';
 import { ClientActivity, type Activities } from './activity.js';
 import { BASELINE, type StartupSettings } from './startup-settings.js';
+import { isScoped } from '../control/key-scope.js';
+import { keyOfPrincipal } from '../control/audit.js';
+import { keyLabel } from '../shared/key-words.js';
 
 export interface WireDeps {
   config: Config;
@@ -216,17 +219,19 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       throw fatal(SqlState.InvalidAuthorizationSpecification, 'password authentication needs an encrypted connection', 'connect with sslmode=require');
     }
     const write = (b: Buffer) => void socket.write(b);
-    const auditOrigin = { frontEnd: 'wire' as const, source: raw.remoteAddress ?? null, requestId: randomBytes(6).toString('hex') }; // the connection id
+    const connId = randomBytes(6).toString('hex');
     const principal = await authenticateClient(queue, write, user, raw.remoteAddress ?? '', {
       control: deps.control,
       method: deps.config.pgAuthMethod,
       secret: deps.secret,
       throttle: deps.throttle,
-      connId: auditOrigin.requestId,
+      connId,
     });
+    const auditOrigin = { frontEnd: 'wire' as const, source: raw.remoteAddress ?? null, requestId: connId, ...keyOfPrincipal(principal) };
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
-    await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
-    const role = principal.user;
+    await deps.control.rights(principal); // warm the cache the relay reads synchronously
+    // The user's own role, or a scoped key's (only its scope's privileges, DESIGN.md §10).
+    const role = principal.role;
     const { params } = upstreamParams;
     // Greet with what a login with these settings reports, and take an upstream backend only when
     // the client first sends something: idle clients cost no upstream backend.
@@ -246,7 +251,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       prepareText: (p) => relay.prepareText(p),
       onRestoreFailed: (error) => relay.restoreFailed(error),
       onLost: (message) => relay.lost(message),
-      sendersChannel: sendersChannel(role),
+      sendersChannel: sendersChannel(principal.user), // the user's: its keys' sessions notify its listeners
       role,
       sequenceFree: deps.sequenceFree,
       activities: deps.activities,
@@ -266,7 +271,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
         auditOrigin,
         responseTimeoutMs: deps.config.upstreamResponseTimeoutMs,
         sendTimeoutMs: deps.config.pgSendTimeoutMs,
-        largeObjects: deps.largeObjects,
+        largeObjects: isScoped(principal.key) ? scopedLargeObjects(principal.keyId, principal.key.name) : deps.largeObjects,
         largeMessages: deps.largeMessages,
         greeting,
         acquire: () => deps.pool.acquire(role, BASELINE),
@@ -277,8 +282,14 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       () => {
         deps.cancels.unregister(key.processId);
         forget();
+        deps.control.unwatchKey(principal, keyEnd);
       },
     );
+    // A revocation or the expiry of the key ends the session (57P01 naming which), wherever it happens.
+    const keyEnd = {
+      cancel: (reason: string) => relay.terminate(new PgError(SqlState.AdminShutdown, `terminating connection: ${reason}`, { hint: 'connect again with another API key' })),
+    };
+    deps.control.watchKey(principal, keyEnd);
     const key = deps.cancels.register({
       user: role,
       cancel: () => relay.cancel(),
@@ -302,6 +313,15 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     if (!(err instanceof PgError)) log.error({ err }, 'wire start-up failed');
     if (!socket.destroyed) socket.end(buildErrorResponse(e, 'FATAL'));
   }
+}
+
+/** The large-object functions for a scoped key: none (large objects belong to the user, not to a repo). */
+function scopedLargeObjects(keyId: string, name: string): LargeObjectFunctions {
+  return {
+    call: () => {
+      throw new PgError(SqlState.InsufficientPrivilege, `${keyLabel(keyId, name)} cannot use large objects: they belong to the user, not to a repo`, { hint: 'use a full key' });
+    },
+  };
 }
 
 /** Closes a client idle outside a transaction for `ms` (57P05, as Postgres' idle_session_timeout). */

@@ -232,12 +232,12 @@ export class Relay {
    */
   private ready(code: number, frame: Buffer, decided?: () => void): boolean {
     if (this.backend.takeNow()) return true;
-    const rights = decided && this.deps.control.peekRights(this.principal.user);
+    const rights = decided && this.deps.control.peekRights(this.principal);
     this.hold.until(
       this.backend.take().then(
         () => {
           if (this.finished) return;
-          if (rights !== undefined && rights === this.deps.control.peekRights(this.principal.user)) decided!();
+          if (rights !== undefined && rights === this.deps.control.peekRights(this.principal)) decided!();
           else this.hold.first(code, frame);
         },
         (err: unknown) => this.fatal(err),
@@ -313,9 +313,9 @@ export class Relay {
     const misreading = this.readings.misread(sql);
     if (misreading) return misreading;
     const session = this.readings.session(this.searchPath.session);
-    const rights = this.deps.control.peekRights(this.principal.user);
+    const rights = this.deps.control.peekRights(this.principal);
     const { noteListens } = this.notifications;
-    const d = rights ? this.deps.policy.decide(sql, rights, session) : this.deps.control.rights(this.principal.user).then((r) => this.deps.policy.decide(sql, r, session));
+    const d = rights ? this.deps.policy.decide(sql, rights, session) : this.deps.control.rights(this.principal).then((r) => this.deps.policy.decide(sql, r, session));
     return d instanceof Promise ? d.then(noteListens) : noteListens(d);
   }
 

@@ -195,8 +195,9 @@ describe('the web console', () => {
     const url = codes.map((c) => c.trim()).find((c) => c.startsWith('postgresql://'));
     expect(url).toContain(key);
     expect(url).toContain(`/${alice.name}%2Fsales`);
+    // On a repo's page the key reaches that repo only (read and write): its own role upstream.
     const { stdout } = await run('psql', [url!, '-XAtc', 'SELECT current_user, current_schemas(false)']);
-    expect(stdout.trim()).toBe(`${alice.name}|{${alice.name}/sales}`);
+    expect(stdout.trim()).toBe(`${alice.name}#${key.split('_')[1]}|{${alice.name}/sales}`);
     const rest = await fetch(`${svc.httpUrl}/api/v1beta/query/`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -212,6 +213,46 @@ describe('the web console', () => {
     expect(await page.content()).not.toContain(key);
     const keys = await page.request.get('/api/v1beta/keys/');
     expect(await keys.text()).not.toContain(key.slice(-12));
+    await page.keyboard.press('Escape');
+  });
+
+  it('Connect on a repo page makes a named, expiring, read-only key for that repo; the key list shows what each key reaches, and which expired', async () => {
+    const { page } = alice;
+    // A key that expires at once, made elsewhere: the list marks it.
+    await svc.control.createKey(alice.name, { name: 'old report', repos: [`${alice.name}/sales`], access: 'read', expiresAt: new Date(Date.now() + 500) });
+    await new Promise((r) => setTimeout(r, 700));
+    await page.goto(`/${alice.name}/sales`);
+    await page.getByRole('main').getByRole('button', { name: 'Connect' }).click();
+    const dialog = page.getByRole('dialog');
+    const form = dialog.getByRole('form', { name: 'New API key' });
+    await form.getByRole('textbox', { name: 'Key name' }).fill('dashboard');
+    // The repo of the page is preselected; read only, for 30 days.
+    expect(await form.getByRole('radio', { name: `This repo only: ${alice.name}/sales` }).isChecked()).toBe(true);
+    await form.getByRole('radio', { name: 'Read only' }).check();
+    await form.getByRole('combobox', { name: 'Expires' }).selectOption({ label: 'In 30 days' });
+    await expectAccessible(page, 'Connect dialog, new key form');
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const shown = dialog.getByRole('textbox', { name: 'API key', exact: true });
+    await expect.poll(() => shown.inputValue()).toMatch(/^rb_/);
+    const key = await shown.inputValue();
+    const table = dialog.getByRole('table', { name: 'Your API keys' });
+    const row = table.getByRole('row').filter({ hasText: 'dashboard' });
+    await expect.poll(() => row.textContent()).toContain('Read only');
+    expect(await row.textContent()).toContain(`${alice.name}/sales`);
+    expect(await row.getByRole('cell').nth(4).textContent()).not.toContain('Never');
+    const old = table.getByRole('row').filter({ hasText: 'old report' });
+    expect(await old.textContent()).toContain('Expired');
+    await expectAccessible(page, 'Connect dialog, key list');
+    await screenshot(page, shots, '08b-connect-scoped-key');
+    await old.scrollIntoViewIfNeeded();
+    await screenshot(page, shots, '08c-key-list');
+    // The key reads the repo, and nothing else.
+    const ask = (sql: string) =>
+      fetch(`${svc.httpUrl}/api/v1beta/query/`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ query_string: sql }) });
+    expect((await ask('SELECT 1')).status).toBe(200);
+    const write = await ask(`CREATE TABLE "${alice.name}/sales".nope (id int)`);
+    expect(write.status).toBe(403);
+    expect(((await write.json()) as { error: { message: string } }).error.message).toContain('API key "dashboard"');
     await page.keyboard.press('Escape');
   });
 

@@ -64,6 +64,18 @@ describe('repobase admin commands', () => {
     expect(users.stdout).toMatch(new RegExp(`${alice}\\s+\\|\\s+1\\s+\\|\\s+1`));
   });
 
+  it('key create with a scope, as the operator; key list shows it', async () => {
+    await control.createRepo({ owner: alice, repo: 'scoped' });
+    const r = await runCli(['key', 'create', alice, '--name', 'etl', '--repo', `${alice}/scoped`, '--access', 'write'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const principal = await control.authenticate(r.stdout.trim());
+    expect(principal).toMatchObject({ user: alice, role: `${alice}#${principal.keyId}`, key: { name: 'etl', access: 'write', repos: [`${alice}/scoped`] } });
+    const list = await runCli(['key', 'list', alice], env);
+    expect(list.stdout).toMatch(new RegExp(`${principal.keyId}\s+\| rb_${principal.keyId}\s+\| etl\s+\| write\s+\| ${alice}/scoped`));
+    expect((await runCli(['key', 'create'], env)).code).toBe(2); // whose key?
+    expect((await runCli(['key', 'revoke', principal.keyId], env)).code).toBe(0);
+  });
+
   it('refuses invalid user names with exit 2 and the rule', async () => {
     for (const bad of ['Bob', 'pg_x', 'postgres', 'a'.repeat(40)]) {
       const r = await runCli(['user', 'create', bad], env);

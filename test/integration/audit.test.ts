@@ -148,7 +148,7 @@ describe('audit log', () => {
 
     const rest = (await rows()).filter((r) => r.front_end === 'rest');
     expect(rest.map((r) => [r.action, r.user_name, r.target, r.detail, r.sqlstate])).toEqual([
-      ['key_create', alice.name, newKey.id, null, null],
+      ['key_create', alice.name, newKey.id, 'full', null],
       ['key_revoke', alice.name, newKey.id, null, null],
       ['repo_create', alice.name, `${alice.name}/rested`, 'private', null],
       ['repo_visibility', alice.name, `${alice.name}/rested`, 'public', null],

@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlane } from '../../src/control/control-plane.js';
-import { migrate, schemaEventsInstalled } from '../../src/control/migrations.js';
+import { keyDdlInstalled, migrate, schemaEventsInstalled } from '../../src/control/migrations.js';
 import { testEnv, type TestEnv } from '../helpers/cluster.js';
 
 /** Every migration the service has, in order: a new one is added here on purpose. */
-const ALL_MIGRATIONS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14];
+const ALL_MIGRATIONS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
 
 let env: TestEnv;
 
@@ -52,6 +52,7 @@ describe('migrations', () => {
     try {
       expect(await migrate(pool)).toEqual(ALL_MIGRATIONS);
       expect(await schemaEventsInstalled(pool)).toBe(false);
+      expect(await keyDdlInstalled(pool)).toBe(false);
       const fn = await pool.query("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'notify_schema_change'");
       expect(fn.rows[0].n).toBe(1);
     } finally {
@@ -75,7 +76,7 @@ describe('users and API keys', () => {
     const { key, id } = await env.control.createUser(alice);
     expect(key).toMatch(/^rb_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
     expect(key.startsWith(`rb_${id}_`)).toBe(true);
-    expect(await env.control.authenticate(key)).toEqual({ user: alice, keyId: id });
+    expect(await env.control.authenticate(key)).toMatchObject({ user: alice, keyId: id, role: alice, key: { access: 'full', repos: null, expiresAt: null } });
   });
 
   it('stores no secret: only a hash and a SCRAM verifier', async () => {

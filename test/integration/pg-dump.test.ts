@@ -24,6 +24,7 @@ let dir: string;
 let alice: { name: string; key: string };
 let bob: { name: string; key: string };
 let carol: { name: string; key: string };
+let reader: { id: string; key: string };
 
 const url = (who: { name: string; key: string }, database = 'repobase') => svc.pgUrl(who.name, who.key, database, 'sslmode=disable');
 
@@ -32,11 +33,16 @@ async function tool(cmd: string, ...args: string[]): Promise<string> {
   return stdout;
 }
 
-/** A plain-SQL dump of the repo, without the random key of psql's \restrict lines. */
+/**
+ * A plain-SQL dump of the repo, without the random key of psql's \restrict lines, and with each
+ * run of GRANT lines in one order: a restore gives the repo's keys their grants when it makes the
+ * repo, ahead of its collaborators', so an object's grants may come back in another order.
+ */
 async function dumpRepo(): Promise<string> {
   const file = join(dir, `dump-${Date.now()}.sql`);
   await tool('pg_dump', url(alice), '-n', `"${alice.name}/shop"`, '-f', file);
-  return (await readFile(file, 'utf8')).replace(/^\\(un)?restrict .*$/gm, '');
+  const text = (await readFile(file, 'utf8')).replace(/^\\(un)?restrict .*$/gm, '');
+  return text.replace(/(?:^GRANT .*\n)+/gm, (run) => run.split('\n').filter(Boolean).sort().join('\n') + '\n');
 }
 
 beforeAll(async () => {
@@ -71,6 +77,9 @@ beforeAll(async () => {
   `);
   await a.end();
   await svc.control.setCollaborator({ owner: alice.name, repo: 'shop' }, bob.name, 'read');
+  // Keys for the repo: their roles' grants are in a dump too, and must not stop its restore.
+  reader = await svc.control.createKey(alice.name, { name: 'dash', repos: [`${alice.name}/shop`], access: 'read' });
+  await svc.control.createKey(alice.name, { name: 'etl', repos: [`${alice.name}/shop`], access: 'write' });
 }, 120_000);
 
 afterAll(async () => {
@@ -88,6 +97,7 @@ describe('pg_dump of a repo', () => {
       'CREATE INDEX orders_amount', 'WHERE (amount > (0)::numeric)', 'FOREIGN KEY (customer)',
       `CREATE VIEW "${alice.name}/shop".big`, 'LANGUAGE plpgsql', "COMMENT ON TABLE", "'in euros'",
       `setval('"${alice.name}/shop".orders_id_seq', 51, true)`, `GRANT USAGE ON SCHEMA "${alice.name}/shop" TO ${bob.name}`,
+      `GRANT SELECT ON TABLE "${alice.name}/shop".orders TO "${alice.name}#${reader.id}"`,
     ]) expect(dump).toContain(expected);
     expect(dump).not.toContain('hidden');
     expect(dump).not.toContain(carol.name);
@@ -102,6 +112,9 @@ describe('pg_dump of a repo', () => {
     expect(await dumpRepo()).toBe(before);
     const rows = await tool('psql', url(alice, `${alice.name}/shop`), '-At', '-c', 'SELECT count(*), sum(amount), total(), bump(1) FROM big');
     expect(rows.trim()).toBe('10|455.00|1275.00|2');
+    // The repo's read key reads the restored repo.
+    const read = await tool('psql', svc.pgUrl(alice.name, reader.key, `${alice.name}/shop`, 'sslmode=disable'), '-At', '-c', 'SELECT count(*) FROM orders');
+    expect(read.trim()).toBe('50');
   });
 
   it('-Fc of the user\'s whole view, restored with pg_restore --clean --if-exists --no-owner', async () => {

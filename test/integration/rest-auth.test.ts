@@ -86,7 +86,7 @@ describe('API keys over REST', () => {
     expect(keys).toHaveLength(2);
     expect(text).not.toContain(key.key.slice(`rb_${key.id}_`.length));
     expect(text).not.toContain(alice.key.slice(16));
-    expect(Object.keys(keys[0]!).sort()).toEqual(['created_at', 'id', 'last_used_at', 'prefix']);
+    expect(Object.keys(keys[0]!).sort()).toEqual(['access', 'created_at', 'expired', 'expires_at', 'id', 'last_used_at', 'name', 'prefix', 'repos']);
 
     const revoked = await srv.call(alice.key, 'DELETE', `/keys/${key.id}`);
     expect(revoked.status).toBe(204);

@@ -169,3 +169,42 @@ describe('async queries from the CLI', () => {
     expect((await runCli(['queries', '--limit', 'x'], env)).code).toBe(2);
   });
 });
+
+describe('repobase key create, keys, key revoke (through the API)', () => {
+  it('makes a scoped key, lists it, and revokes it; the scoped key itself manages nothing', async () => {
+    expect((await srv.call(alice.key, 'POST', '/repos/', { name: 'cli-keys' })).status).toBe(201);
+    const repo = `${alice.name}/cli-keys`;
+    const made = await runCli(['key', 'create', '--name', 'dashboard', '--repo', repo, '--access', 'read', '--expires', '30d'], env);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toMatch(/^rb_[0-9a-f]{12}_[A-Za-z0-9_-]{43}\n$/);
+    const key = made.stdout.trim();
+    const id = key.split('_')[1]!;
+    const listed = await runCli(['keys'], env);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`${id}\\s+\\| rb_${id}\\s+\\| dashboard \\| read\\s+\\| ${repo}`));
+    expect(listed.stdout).not.toContain(key.slice(16));
+    const json = JSON.parse((await runCli(['keys', '--json'], env)).stdout) as { keys: Array<{ id: string; expires_at: string }> };
+    const expires = Date.parse(json.keys.find((k) => k.id === id)!.expires_at);
+    expect(Math.abs(expires - (Date.now() + 30 * 86_400_000))).toBeLessThan(120_000);
+    // The scoped key reads its repo and manages no key.
+    const scoped = { ...env, REPOBASE_API_KEY: key };
+    expect((await runCli(['query', '--format', 'csv', 'SELECT 1 AS one'], scoped)).stdout).toBe('one\n1\n');
+    const refused = await runCli(['keys'], scoped);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('ERROR 42501: listing keys needs a full API key');
+    expect((await runCli(['key', 'revoke', id], env)).code).toBe(0);
+    expect((await runCli(['query', 'SELECT 1'], scoped)).code).toBe(1);
+  });
+
+  it('refuses bad input with exit 2 (or the server\'s error, exit 1), making nothing', async () => {
+    const before = JSON.parse((await runCli(['keys', '--json'], env)).stdout) as { keys: unknown[] };
+    expect((await runCli(['key', 'create', '--expires', 'someday'], env)).code).toBe(2);
+    expect((await runCli(['key', 'create', '--access', 'admin'], env)).code).toBe(2);
+    expect((await runCli(['key', 'create', bob.name], env)).code).toBe(2); // with a key: its own user's keys only
+    const missing = await runCli(['key', 'create', '--repo', `${alice.name}/nothing`], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`ERROR 3F000: repo "${alice.name}/nothing" does not exist`);
+    const after = JSON.parse((await runCli(['keys', '--json'], env)).stdout) as { keys: unknown[] };
+    expect(after.keys.length).toBe(before.keys.length);
+  });
+});

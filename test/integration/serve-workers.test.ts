@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childrenOf } from '../../bench/lib/proc.js';
 import { BIN, runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/cluster.js';
+import { tagOf } from '../../src/wire/cancel.js';
 import { freePort } from '../helpers/ports.js';
 
 let env: Record<string, string>;
@@ -174,6 +175,40 @@ describe('repobase serve with two workers', () => {
     } finally {
       for (const s of streams) s.destroy();
     }
+  });
+
+  it("ends a key's open wire sessions on both workers when it is revoked, or when it expires", async () => {
+    const made = async (body: unknown) => {
+      const res = await restOnce('POST', '/keys/', { body });
+      expect(res.statusCode).toBe(201);
+      return JSON.parse(await textOf(res)) as { id: string; key: string; expires_at: string | null };
+    };
+    /** Two sessions of `k`: connections are handed out in turn, so one on each worker (their process ids say which). */
+    const sessions = async (k: string) => {
+      const clients = [0, 1].map(() => new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user, password: k, database: 'repobase' }));
+      const ends = clients.map((c) => new Promise<{ code?: string; message: string }>((resolve) => c.on('error', resolve)));
+      for (const c of clients) await c.connect();
+      const tags = clients.map((c) => tagOf((c as unknown as { processID: number }).processID));
+      expect(tags[0]).not.toBe(tags[1]);
+      for (const c of clients) expect((await c.query('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+      return { clients, ends };
+    };
+    // Revoked through REST: the request reaches one worker; the sessions on the other end too.
+    const revoked = await made({ name: 'two-workers', repos: [`${user}/live`], access: 'read' });
+    const open = await sessions(revoked.key);
+    const started = Date.now();
+    expect((await restOnce('DELETE', `/keys/${revoked.id}`)).statusCode).toBe(204);
+    for (const e of await Promise.all(open.ends)) {
+      expect(e).toMatchObject({ code: '57P01', message: `terminating connection: API key "two-workers" (rb_${revoked.id}) was revoked` });
+    }
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Expired: every worker ends its own sessions by the key's expiry.
+    const brief = await made({ name: 'brief', expires_at: new Date(Date.now() + 2_500).toISOString() });
+    const alive = await sessions(brief.key);
+    for (const e of await Promise.all(alive.ends)) {
+      expect(e).toMatchObject({ code: '57P01', message: `terminating connection: API key "brief" (rb_${brief.id}) expired at ${brief.expires_at}` });
+    }
+    await Promise.allSettled([...open.clients, ...alive.clients].map((c) => c.end()));
   });
 
   it('replaces a killed worker while the clients of the other one go on', async () => {

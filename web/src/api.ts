@@ -8,6 +8,7 @@ import type { Static } from 'typebox';
 import type {
   CollaboratorList,
   ConnectionInfo,
+  CreateKey,
   CreateRepo,
   Credentials,
   ErrorBody,
@@ -28,6 +29,8 @@ export type Permission = 'read' | 'write';
 export type Access = Repo['permission'];
 export type NewRepo = Static<typeof CreateRepo>;
 export type RepoChanges = Static<typeof UpdateRepo>;
+/** What a new key reaches: a name, repos (or every repo), read / write / full access, an expiry. */
+export type KeyRequest = Static<typeof CreateKey>;
 type ErrorJson = Static<typeof ErrorBody>['error'];
 
 const BASE = '/api/v1beta';
@@ -168,8 +171,8 @@ export const removeCollaborator = (owner: string, repo: string, user: string) =>
 
 export const listKeys = async () => (await request<KeyList>('GET', '/keys/')).keys;
 
-/** A new key; its secret is in the answer this once. */
-export const createKey = () => request<NewKey>('POST', '/keys/', { body: {} });
+/** A new key (full, or as `scope` says); its secret is in the answer this once. */
+export const createKey = (scope: KeyRequest = {}) => request<NewKey>('POST', '/keys/', { body: scope });
 
 export const revokeKey = (id: string) => request<void>('DELETE', `/keys/${segment(id)}`);
 

@@ -13,7 +13,7 @@ import type { ControlPlane, NewWebSession } from '../../control/control-plane.js
 import type { Config } from '../../shared/config.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import type { FailureThrottle } from '../../shared/throttle.js';
-import { principalOf } from '../auth.js';
+import { fullPrincipalOf } from '../auth.js';
 import { audit } from '../metering.js';
 import { authFailed } from '../../observe/metrics.js';
 import { assertSameOrigin } from '../csrf.js';
@@ -126,7 +126,8 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
       },
     },
     async (req, reply) => {
-      const user = principalOf(req).user;
+      // A scoped key is no way into the console.
+      const user = fullPrincipalOf(req, 'signing in to the console').user;
       return reply.header('cache-control', 'no-store').send({ user, csrf_token: req.webSession?.csrfToken ?? null });
     },
   );

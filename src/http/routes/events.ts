@@ -34,8 +34,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> =
       },
     },
     async (req, reply) => {
-      const user = principalOf(req).user;
-      const stream = openSchemaStream(control, user, req.log as Logger, { keepAliveMs: KEEP_ALIVE_MS, retryMs: RETRY_MS });
+      const stream = openSchemaStream(control, principalOf(req), req.log as Logger, { keepAliveMs: KEEP_ALIVE_MS, retryMs: RETRY_MS });
       // The 200 schema documents each event's data; the answer itself is the stream.
       const raw: FastifyReply = reply;
       return raw

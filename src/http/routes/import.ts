@@ -11,7 +11,10 @@ import { Readable } from 'node:stream';
 import multipart, { type MultipartFile, type Multipart } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type, { type Static } from 'typebox';
-import type { ControlPlane } from '../../control/control-plane.js';
+import type { ControlPlane, Principal } from '../../control/control-plane.js';
+import { isScoped } from '../../control/key-scope.js';
+import { lendComment } from '../../policy/key-scope.js';
+import { keyLabel, scopeWords, WIDER_KEY_HINT } from '../../shared/key-words.js';
 import { createImportJob, finishImportJob, getImportJob, updateImportJob, type ImportJob } from '../../control/imports.js';
 import { exampleOfColumn, importUpload, invalidCounts, lineOf, previewUpload, type ImportOutcome, type InferredColumn, type Preview, type Progress } from '../../ingest/index.js';
 import { uploadOptions, type UploadOptions } from '../../ingest/options.js';
@@ -141,10 +144,20 @@ function queryFields(query: unknown): Record<string, string[]> {
   return fields;
 }
 
-/** The caller must own the repo (append: or write to it); someone else's private repo is "not found". */
-async function authorize(control: ControlPlane, user: string, opts: UploadOptions): Promise<string> {
+/**
+ * The caller must own the repo (append: or write to it); someone else's private repo is "not
+ * found". A scoped key needs write access, and the repo in its scope.
+ */
+async function authorize(control: ControlPlane, who: Principal, opts: UploadOptions): Promise<string> {
   if (!opts.repo) throw new PgError(SqlState.InvalidParameterValue, 'no repo: send repo=<user>/<repo>');
-  const access = (await control.rights(user)).repos.get(opts.repo);
+  const rights = await control.rights(who);
+  const access = rights.repos.get(opts.repo);
+  if (rights.key !== undefined && (access === undefined ? rights.key.reach.has(opts.repo) : rights.key.access === 'read')) {
+    const label = keyLabel(rights.key.id, rights.key.name);
+    throw new PgError(SqlState.InsufficientPrivilege, access === undefined ? `repo "${opts.repo}" is outside the scope of ${label}` : `${label} is read-only: an upload writes a table`, {
+      hint: `it has ${scopeWords(rights.user, rights.key.access, rights.key.repos)}; ${WIDER_KEY_HINT}`,
+    });
+  }
   if (!access) throw new PgError(SqlState.InvalidSchemaName, `repo "${opts.repo}" does not exist`);
   if (access === 'own' || (access === 'write' && opts.mode === 'append')) return opts.repo;
   throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${opts.repo}"`, {
@@ -167,8 +180,8 @@ export const importRoutes: FastifyPluginAsyncTypebox<ImportDeps> = async (app, {
   };
 
   /** With overrides, the previewed values each column's chosen type refuses (checked as the caller's role). */
-  const invalidOf = async (user: string, p: Preview): Promise<number[]> => {
-    const client = await pools.connect(user);
+  const invalidOf = async (role: string, p: Preview): Promise<number[]> => {
+    const client = await pools.connect(role);
     let failure: unknown;
     try {
       return await invalidCounts(client, p.sample, p.columns);
@@ -181,29 +194,34 @@ export const importRoutes: FastifyPluginAsyncTypebox<ImportDeps> = async (app, {
   };
 
   app.post('/import/preview', { schema: { summary: 'infer the table of a file without creating it', tags: ['import'], consumes: ['multipart/form-data'], response: { 200: PreviewAnswer } } }, async (req) => {
-    const user = principalOf(req).user;
+    const role = principalOf(req).role;
     const { parts, file, opts } = await open(req, false);
     const p = await previewUpload(fileBytes(file, config.importMaxBytes), opts);
     await rest(parts);
     const answer = { ...resultJson(p), rows: p.rows, data: p.sample };
     if (!opts.columns) return answer;
-    const invalid = await invalidOf(user, p);
+    const invalid = await invalidOf(role, p);
     return { ...answer, columns: answer.columns.map((c, i) => ({ ...c, invalid: invalid[i]! })) };
   });
 
   app.get('/import/:id', { schema: { summary: 'an import job', tags: ['import'], params: Type.Object({ id: Type.String() }), response: { 200: Job } } }, async (req) => {
-    const job = await getImportJob(control.admin, req.params.id, principalOf(req).user);
-    if (!job) throw new PgError(SqlState.UndefinedObject, `no import "${req.params.id}"`);
+    const who = principalOf(req);
+    const job = await getImportJob(control.admin, req.params.id, who.user);
+    // A scoped key sees the jobs of the repos of its scope only.
+    if (!job || (isScoped(who.key) && !(await control.rights(who)).repos.has(job.repo))) throw new PgError(SqlState.UndefinedObject, `no import "${req.params.id}"`);
     return jobJson(job);
   });
 
   app.post('/import/', { schema: { summary: 'upload a file into a table', tags: ['import'], consumes: ['multipart/form-data'], response: { 200: Job, 202: Job } } }, async (req, reply) => {
-    const user = principalOf(req).user;
+    const who = principalOf(req);
+    const user = who.user;
     const { parts, file, length, opts } = await open(req, true);
-    const schema = await authorize(control, user, opts);
+    const schema = await authorize(control, who, opts);
     const job = await createImportJob(control.admin, { user, repo: schema, table: opts.table, mode: opts.mode });
     const progress: Progress = { bytes: 0, rows: 0 };
-    const client = await pools.connect(user);
+    // The caller's own role, or a write key's, which is lent the tables it changes (key-triggers.ts).
+    const client = await pools.connect(who.role);
+    const lend = isScoped(who.key) ? (tables: readonly string[]) => lendComment(tables.map((t): ['r', string, string] => ['r', schema, t])) : undefined;
     let received!: () => void;
     const wholeFile = new Promise<void>((resolve) => (received = resolve));
     const beat = setInterval(() => {
@@ -212,7 +230,7 @@ export const importRoutes: FastifyPluginAsyncTypebox<ImportDeps> = async (app, {
     const work = (async () => {
       let failure: unknown;
       try {
-        const outcome = await importUpload(client, fileBytes(file, config.importMaxBytes), opts, { schema, table: opts.table, mode: opts.mode }, progress, {
+        const outcome = await importUpload(client, fileBytes(file, config.importMaxBytes), opts, { schema, table: opts.table, mode: opts.mode, lend }, progress, {
           received: async () => {
             await rest(parts);
             received();

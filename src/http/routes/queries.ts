@@ -22,12 +22,9 @@ export interface QueriesDeps {
   resultTtlMs: number;
 }
 
-/**
- * Whose queries `principal` sees: all of its user's. (A key limited to its own queries would set
- * `keyId: principal.keyId` here; every lookup and listing filters by it.)
- */
+/** Whose queries `principal` sees: all of its user's, or a scoped key only those run with it. */
 export function ownerOf(principal: Principal): QueryOwner {
-  return { user: principal.user, keyId: null };
+  return { user: principal.user, keyId: principal.role === principal.user ? null : principal.keyId };
 }
 
 /** The path of a query's state. */

@@ -69,12 +69,13 @@ async function stream(
   stop: CancelFlag,
   entry: Recording | undefined,
 ): Promise<Readable | string> {
-  const session = deps.sessions.takeIdle(principal.user, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.user, deps.sessionSettings));
+  // The user's own role, or a scoped key's: only the key's scope in Postgres too.
+  const session = deps.sessions.takeIdle(principal.role, deps.sessionSettings) ?? (await deps.sessions.acquire(principal.role, deps.sessionSettings));
   let started: Started;
   try {
     started = await RunningStatement.start(session, sql, deps.types, Math.min(BATCH_ROWS, deps.maxRows + 1), stop, settingFree);
   } catch (err: unknown) {
-    deps.sessions.release(principal.user, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
+    deps.sessions.release(principal.role, deps.sessionSettings, session, session.status === 'I' && !session.socket.destroyed);
     throw tagOrigin((err instanceof PgError && (await deps.control.explainError(err, sql))) || err, 'upstream');
   }
   const { statement } = started;
@@ -83,7 +84,7 @@ async function stream(
     // The whole answer came in the first batch (the common small query): one string, one write,
     // the session back in the pool before the answer leaves. (CSV streams always: its truncation
     // flag is a trailer, which only a chunked answer has.)
-    deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
+    deps.sessions.release(principal.role, deps.sessionSettings, session, statement.reusable);
     const outcome = statement.outcome;
     ran(deps.control, reply.request, principal, queryString, outcome.command, started.firstRows.length);
     entry?.succeeded(outcome.command, outcome.rowCount);
@@ -171,17 +172,27 @@ function chunked({ deps, principal, queryString, format, reply, session, started
 
 /**
  * The flag that ends the request's statement: raised when the client goes away before the
- * answer is complete (a browser's fetch abort closes the connection), or by a cancel of its
- * `X-Query-Id`, registered until the answer ends.
+ * answer is complete (a browser's fetch abort closes the connection), by a cancel of its
+ * `X-Query-Id`, or by the revocation or expiry of its API key (with the reason), registered
+ * until the answer ends.
  */
 function requestStop(deps: QueryDeps, principal: Principal, queryId: string | undefined, reply: FastifyReply): CancelFlag {
   const stop = new CancelFlag();
-  const unregister = queryId === undefined ? undefined : deps.running.add(principal.user, queryId, stop);
+  // Named per role: a scoped key cancels its own queries, not those of its user's other keys.
+  const unregister = queryId === undefined ? undefined : deps.running.add(principal.role, queryId, stop);
+  deps.control.watchKey(principal, stop);
   reply.raw.once('close', () => {
     unregister?.();
+    deps.control.unwatchKey(principal, stop);
     if (!reply.raw.writableFinished) stop.cancel();
   });
   return stop;
+}
+
+/** The error of a statement cancelled because its API key was revoked or expired (401, saying which). */
+function keyEnded(stop: CancelFlag, err: unknown): unknown {
+  if (stop.reason === undefined) return err;
+  return new PgError(SqlState.InvalidAuthorizationSpecification, `canceling statement: ${stop.reason}`, { hint: 'send it again with another API key' });
 }
 
 /** `POST /query/` and `POST /query/<id>/cancel`. */
@@ -222,6 +233,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
         if (stop.cancelled) throw canceled();
         return raw.send(await stream(deps, principal, next, queryString, format, raw, stop, entry));
       } catch (err: unknown) {
+        if (stop.reason !== undefined) throw keyEnded(stop, err);
         // Postgres counts positions in the rewritten text; the client's caret belongs in its own.
         const run = next !== undefined && !('done' in next) ? next : undefined;
         const shown =
@@ -247,7 +259,7 @@ export const queryRoutes: FastifyPluginAsyncTypebox<QueryDeps> = async (app, dep
     },
     async (req, reply) => {
       const { id } = req.params;
-      if (!(await deps.running.cancel(principalOf(req).user, id))) {
+      if (!(await deps.running.cancel(principalOf(req).role, id))) {
         throw new PgError(SqlState.UndefinedObject, `no running query with id "${id}"`, {
           hint: 'the id is the X-Query-Id header of one of your own POST /query/ requests still running',
         });

@@ -2,14 +2,15 @@
  * `/repos/…`: list, create, read, change and delete repos, and share them. Only the owner
  * changes a repo. Someone who cannot read a repo learns nothing about it: a private repo of
  * another user answers 404 exactly like a missing one; a repo they can read but do not own
- * answers 403 to changes.
+ * answers 403 to changes. A scoped key lists and reads the repos of its scope (others are 404)
+ * and changes none (403).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ControlPlane, RepoAccess, RepoInfo, RepoRef } from '../../control/control-plane.js';
+import type { ControlPlane, Principal, RepoAccess, RepoInfo, RepoRef } from '../../control/control-plane.js';
 import { schemaName } from '../../control/names.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { listTables, type TableInfo } from '../../upstream/query-catalog.js';
-import { principalOf } from '../auth.js';
+import { fullPrincipalOf, principalOf } from '../auth.js';
 import { audit } from '../metering.js';
 import {
   CollaboratorList,
@@ -47,17 +48,18 @@ function notFound(ref: RepoRef): PgError {
   return new PgError(SqlState.InvalidSchemaName, `repo "${schemaName(ref)}" does not exist`);
 }
 
-/** The repo if `user` may read it; otherwise 404, whether it exists or not. */
-async function readable(control: ControlPlane, user: string, ref: RepoRef): Promise<{ info: RepoInfo; access: RepoAccess }> {
-  const access = (await control.rights(user)).repos.get(schemaName(ref));
+/** The repo if the principal may read it (a scoped key: in its scope); otherwise 404, whether it exists or not. */
+async function readable(control: ControlPlane, who: Principal, ref: RepoRef): Promise<{ info: RepoInfo; access: RepoAccess }> {
+  const access = (await control.rights(who)).repos.get(schemaName(ref));
   const info = access ? await control.getRepo(ref) : undefined;
   if (!access || !info) throw notFound(ref);
   return { info, access };
 }
 
-/** The repo if `user` owns it; 403 if they can only read it, 404 if not even that. */
-async function owned(control: ControlPlane, user: string, ref: RepoRef): Promise<RepoInfo> {
-  const { info, access } = await readable(control, user, ref);
+/** The repo if the principal's user owns it and the principal is not a scoped key; 403 if they can only read it, 404 if not even that. */
+async function owned(control: ControlPlane, req: import('fastify').FastifyRequest, ref: RepoRef, what: string): Promise<RepoInfo> {
+  const { info, access } = await readable(control, principalOf(req), ref);
+  fullPrincipalOf(req, what);
   if (access !== 'own') {
     throw new PgError(SqlState.InsufficientPrivilege, `only the owner can change repo "${info.name}"`, {
       hint: `you have ${access} access; ask ${info.owner} to make the change`,
@@ -72,13 +74,17 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     '/repos/',
     { schema: { summary: 'your repos; with ?include=shared also those shared with you', tags: ['repos'], querystring: RepoListQuery, response: { 200: RepoList } } },
     async (req) => {
-      const repos = await control.listReposWithAccess(principalOf(req).user, { shared: req.query.include === 'shared' });
-      return { repos: repos.map((r) => repoJson(r.info, r.access)) };
+      const who = principalOf(req);
+      const repos = await control.listReposWithAccess(who.user, { shared: req.query.include === 'shared' });
+      if (who.key === undefined || who.key.access === 'full') return { repos: repos.map((r) => repoJson(r.info, r.access)) };
+      // A scoped key lists the repos of its scope, with the access it has there.
+      const rights = await control.rights(who);
+      return { repos: repos.flatMap((r) => (rights.key?.repos === null || rights.key?.repos.includes(r.info.name) ? [repoJson(r.info, rights.repos.get(r.info.name) ?? r.access)] : [])) };
     },
   );
 
   app.post('/repos/', { schema: { summary: 'create a repo', tags: ['repos'], body: CreateRepo, response: { 201: Repo } } }, async (req, reply) => {
-    const user = principalOf(req).user;
+    const user = fullPrincipalOf(req, 'creating repos').user;
     const slash = req.body.name.indexOf('/');
     const owner = slash < 0 ? user : req.body.name.slice(0, slash);
     if (owner !== user) {
@@ -96,7 +102,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     '/repos/:owner/:repo/',
     { schema: { summary: 'a repo with its tables: columns, primary key, estimated rows', tags: ['repos'], params: RepoParams, response: { 200: RepoDetail } } },
     async (req) => {
-      const { info, access } = await readable(control, principalOf(req).user, req.params);
+      const { info, access } = await readable(control, principalOf(req), req.params);
       // The admin pool sees every schema: reached only after the read check above.
       return { ...repoJson(info, access), tables: (await listTables(control.admin, info.name)).map(tableJson) };
     },
@@ -106,7 +112,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     '/repos/:owner/:repo/',
     { schema: { summary: 'change visibility or description (owner only)', tags: ['repos'], params: RepoParams, body: UpdateRepo, response: { 200: Repo } } },
     async (req) => {
-      const before = await owned(control, principalOf(req).user, req.params);
+      const before = await owned(control, req, req.params, "changing a repo's settings");
       const info = await control.updateRepo(req.params, { isPrivate: req.body.is_private, description: req.body.description });
       if (info.isPrivate !== before.isPrivate) audit(control, req, { action: 'repo_visibility', target: info.name, detail: info.isPrivate ? 'private' : 'public' });
       return repoJson(info, 'own');
@@ -114,7 +120,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
   );
 
   app.delete('/repos/:owner/:repo/', { schema: { summary: 'delete a repo with its tables (owner only)', tags: ['repos'], params: RepoParams } }, async (req, reply) => {
-    await owned(control, principalOf(req).user, req.params);
+    await owned(control, req, req.params, 'deleting repos');
     await control.deleteRepo(req.params);
     audit(control, req, { action: 'repo_delete', target: schemaName(req.params) });
     return reply.code(204).send();
@@ -124,7 +130,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     '/repos/:owner/:repo/collaborators/',
     { schema: { summary: 'who the repo is shared with (owner only)', tags: ['repos'], params: RepoParams, response: { 200: CollaboratorList } } },
     async (req) => {
-      await owned(control, principalOf(req).user, req.params);
+      await owned(control, req, req.params, "listing a repo's collaborators");
       return { collaborators: await control.listCollaborators(req.params) };
     },
   );
@@ -136,7 +142,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     },
     async (req) => {
       const ref = { owner: req.params.owner, repo: req.params.repo };
-      await owned(control, principalOf(req).user, ref);
+      await owned(control, req, ref, 'sharing repos');
       await control.setCollaborator(ref, req.params.user, req.body.permission);
       audit(control, req, { action: 'share_set', target: schemaName(ref), detail: `${req.params.user}:${req.body.permission}` });
       return { user: req.params.user, permission: req.body.permission };
@@ -148,7 +154,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = 
     { schema: { summary: 'stop sharing the repo with a user (owner only)', tags: ['repos'], params: CollaboratorParams } },
     async (req, reply) => {
       const ref = { owner: req.params.owner, repo: req.params.repo };
-      await owned(control, principalOf(req).user, ref);
+      await owned(control, req, ref, 'sharing repos');
       await control.removeCollaborator(ref, req.params.user);
       audit(control, req, { action: 'share_remove', target: schemaName(ref), detail: req.params.user });
       return reply.code(204).send();

@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type, { type Static } from 'typebox';
 import type { ControlPlane } from '../../control/control-plane.js';
 import { parseSince } from '../../control/since.js';
-import { principalOf } from '../auth.js';
+import { fullPrincipalOf } from '../auth.js';
 
 const Count = (description: string) => Type.Integer({ minimum: 0, description });
 
@@ -50,7 +50,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> =
     },
     async (req) => {
       const since = req.query.since === undefined ? undefined : parseSince(req.query.since);
-      const { user } = principalOf(req);
+      const { user } = fullPrincipalOf(req, "reading the account's usage");
       const [rows, storage] = await Promise.all([control.usageRows({ user, since }), control.storage(user)]);
       return {
         storage: { repo_bytes: storage.repoBytes, large_objects: storage.largeObjects, large_object_bytes: storage.largeObjectBytes },

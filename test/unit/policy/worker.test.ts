@@ -39,6 +39,8 @@ beforeAll(async () => {
     transpile(join(root, 'src/policy', file), join(out, 'src/policy', file.replace(/\.ts$/, '.js')));
   }
   transpile(join(root, 'src/shared/errors.ts'), join(out, 'src/shared/errors.js'));
+  // How refusals name a scoped key.
+  transpile(join(root, 'src/shared/key-words.ts'), join(out, 'src/shared/key-words.js'));
   // The character classes of the statement scanners (shape.ts, compact.ts).
   transpile(join(root, 'src/shared/chars.ts'), join(out, 'src/shared/chars.js'));
   // Which client encodings the policy lets a session set.

@@ -1,7 +1,7 @@
 import * as Dialog from '@radix-ui/react-dialog';
 import * as Tabs from '@radix-ui/react-tabs';
 import { useState, type RefObject } from 'react';
-import { createKey, getConnectionInfo, getRepo, listKeys, listRepos, revokeKey, type NewKey } from '../api.ts';
+import { createKey, getConnectionInfo, getRepo, listKeys, listRepos, revokeKey, type KeyRequest, type NewKey } from '../api.ts';
 import { useUser } from '../account/session.tsx';
 import { ErrorMessage } from '../lib/ErrorMessage.tsx';
 import { useResource } from '../lib/useResource.ts';
@@ -50,8 +50,8 @@ export default function ConnectDialog({ repo: preselected, onClose, returnFocusT
       ? { connection: connection.data, user, owner: target.owner, repo: target.repo, table: tables.data?.[0] ?? null, key: newKey?.key ?? null }
       : null;
 
-  async function create() {
-    const key = await createKey();
+  async function create(scope: KeyRequest) {
+    const key = await createKey(scope);
     setNewKey(key);
     keys.reload();
   }
@@ -82,7 +82,7 @@ export default function ConnectDialog({ repo: preselected, onClose, returnFocusT
             </Dialog.Close>
           </div>
           <Dialog.Description className="muted">
-            Your API key is the password for any Postgres client and the Bearer token of the REST API.
+            An API key is the password for any Postgres client and the Bearer token of the REST API. A key for one repo reaches that repo only.
           </Dialog.Description>
           <ErrorMessage error={connection.error} />
           <Tabs.Root defaultValue="api" className="tabs">
@@ -95,8 +95,8 @@ export default function ConnectDialog({ repo: preselected, onClose, returnFocusT
               </Tabs.Trigger>
             </Tabs.List>
             <Tabs.Content value="api" className="tab-panel">
-              <KeySection keys={keys} newKey={newKey} onCreate={create} onRevoke={revoke} />
               {!preselected && <RepoPicker repos={repos} value={chosen} onChange={setChosen} />}
+              <KeySection keys={keys} newKey={newKey} repo={target && `${target.owner}/${target.repo}`} onCreate={create} onRevoke={revoke} />
               {connectTarget ? <SnippetList target={connectTarget} /> : connection.status === 'loading' && <p className="muted">Loading connection details…</p>}
             </Tabs.Content>
             <Tabs.Content value="psql" className="tab-panel">

@@ -1,20 +1,25 @@
 import { useEffect, useId, useRef, useState } from 'react';
-import type { ApiError, KeyInfo, NewKey } from '../api.ts';
+import type { ApiError, KeyInfo, KeyRequest, NewKey } from '../api.ts';
 import { CopyButton } from '../lib/CopyButton.tsx';
 import { ErrorMessage } from '../lib/ErrorMessage.tsx';
 import { formatDate } from '../lib/format.ts';
 import { toApiError, type Resource } from '../lib/useResource.ts';
+import { NewKeyForm } from './NewKeyForm.tsx';
 
 interface Props {
   keys: Resource<KeyInfo[]>;
   /** The key created in this dialog, secret included; shown this once. */
   newKey: NewKey | null;
-  onCreate(): Promise<void>;
+  /** The repo the dialog is about, if any: a new key may reach it only. */
+  repo: string | undefined;
+  onCreate(scope: KeyRequest): Promise<void>;
   onRevoke(id: string): Promise<void>;
 }
 
-/** Your API keys: create one (its secret shown once), see them all, revoke them. */
-export function KeySection({ keys, newKey, onCreate, onRevoke }: Props) {
+const ACCESS: Record<KeyInfo['access'], string> = { full: 'Full', write: 'Read and write', read: 'Read only' };
+
+/** Your API keys: create one for a repo or for all (its secret shown once), see what each reaches and until when, revoke them. */
+export function KeySection({ keys, newKey, repo, onCreate, onRevoke }: Props) {
   const id = useId();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
@@ -49,10 +54,8 @@ export function KeySection({ keys, newKey, onCreate, onRevoke }: Props) {
         <h3 id={`${id}-heading`} ref={heading} tabIndex={-1}>
           API keys
         </h3>
-        <button type="button" className="button button-primary button-small" disabled={busy} onClick={() => void run(onCreate)}>
-          Create key
-        </button>
       </div>
+      <NewKeyForm repo={repo} busy={busy} onCreate={(scope) => void run(() => onCreate(scope))} />
       <ErrorMessage error={error ?? keys.error} />
       {newKey && (
         <div className="new-key">
@@ -75,7 +78,9 @@ export function KeySection({ keys, newKey, onCreate, onRevoke }: Props) {
             <thead>
               <tr>
                 <th scope="col">Key</th>
-                <th scope="col">Created</th>
+                <th scope="col">Reaches</th>
+                <th scope="col">Access</th>
+                <th scope="col">Expires</th>
                 <th scope="col">Last used</th>
                 <th scope="col">
                   <span className="visually-hidden">Actions</span>
@@ -84,10 +89,16 @@ export function KeySection({ keys, newKey, onCreate, onRevoke }: Props) {
             </thead>
             <tbody>
               {keys.data.map((k) => (
-                <tr key={k.id}>
-                  <td className="mono">{k.prefix}…</td>
+                <tr key={k.id} className={k.expired ? 'key-expired' : undefined}>
                   <td>
-                    <time dateTime={k.created_at}>{formatDate(k.created_at)}</time>
+                    <span className="key-name">{k.name || 'Unnamed'}</span>
+                    <span className="mono key-prefix">{k.prefix}…</span>
+                  </td>
+                  <td className="key-repos">{k.repos === null ? 'Every repo' : k.repos.map((r) => <RepoName key={r} name={r} />)}</td>
+                  <td>{ACCESS[k.access]}</td>
+                  <td>
+                    {k.expired && <span className="badge badge-expired">Expired</span>}{' '}
+                    {k.expires_at ? <time dateTime={k.expires_at}>{formatDate(k.expires_at)}</time> : 'Never'}
                   </td>
                   <td>{k.last_used_at ? <time dateTime={k.last_used_at}>{formatDate(k.last_used_at)}</time> : 'never'}</td>
                   <td className="cell-action">
@@ -107,5 +118,17 @@ export function KeySection({ keys, newKey, onCreate, onRevoke }: Props) {
           </table>
         ))}
     </section>
+  );
+}
+
+/** `owner/repo`, breaking after the slash when the column is narrow rather than inside a name. */
+function RepoName({ name }: { name: string }) {
+  const slash = name.indexOf('/');
+  return (
+    <span className="mono key-repo">
+      {name.slice(0, slash + 1)}
+      <wbr />
+      {name.slice(slash + 1)}
+    </span>
   );
 }
