@@ -4,7 +4,9 @@
 import { ControlPlane } from './control/control-plane.js';
 import { buildApp } from './http/app.js';
 import { AsyncQueries } from './http/async-queries.js';
+import { openSchemaStreams } from './http/live-schema.js';
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
 import type { Logger } from './shared/logger.js';
@@ -17,6 +19,7 @@ import type { QueryCancelPeers } from './http/running-queries.js';
 import { openCancelChannel } from './wire/cancel-channel.js';
 import { startWireServer } from './wire/server.js';
 import { collectProcessMetrics } from './observe/metrics.js';
+import { trackQueued, warnWhenQueued } from './observe/queued.js';
 import { localMetricsSource, startMetricsServer, type MetricsSource } from './observe/metrics-server.js';
 
 export interface Service {
@@ -54,18 +57,18 @@ export interface ServiceOptions {
 
 /**
  * Resolves once no REST request is in flight, or at `until`. An event stream (`GET /events`)
- * runs until its client leaves and has nothing to finish: it does not count (each open one is a
- * subscriber to the control plane's schema changes).
+ * runs until its client leaves and has nothing to finish: it does not count.
  */
-async function restFinished(inFlight: () => number, control: ControlPlane, until: number): Promise<void> {
-  while (inFlight() - control.schemaSubscribers > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+async function restFinished(inFlight: () => number, until: number): Promise<void> {
+  while (inFlight() - openSchemaStreams() > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
 export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
   // An external upstream may be down while the service starts: it then starts anyway (see ControlPlane.openWhenReachable).
   collectProcessMetrics();
+  const unwarn = warnWhenQueued(log, config.queuedWarnBytes);
   const cluster = await openCluster(config, log, { check: !config.upstreamUrl });
-  const cleanup: (() => Promise<void>)[] = [() => cluster.close()];
+  const cleanup: (() => Promise<void>)[] = [async () => unwarn(), () => cluster.close()];
   const stop = async () => {
     for (const step of cleanup.reverse().splice(0)) await step();
   };
@@ -98,6 +101,7 @@ export async function startService(config: Config, log: Logger, options: Service
     // and the collector's time per request several times the build's before.
     let inFlight = 0;
     const ended = (): void => void inFlight--;
+    app.server.on('connection', (socket: Socket) => trackQueued('client', socket));
     app.server.on('request', (_req, res: ServerResponse) => {
       inFlight++;
       res.once('close', ended);
@@ -120,7 +124,7 @@ export async function startService(config: Config, log: Logger, options: Service
     const drain = async () => {
       draining = true;
       const until = Date.now() + config.drainTimeoutMs;
-      await Promise.all([wire.drain(config.drainTimeoutMs), restFinished(() => inFlight, control, until)]);
+      await Promise.all([wire.drain(config.drainTimeoutMs), restFinished(() => inFlight, until)]);
     };
     return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, metricsUrl, control, drain, stop };
   } catch (err: unknown) {

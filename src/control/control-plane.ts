@@ -476,11 +476,6 @@ export class ControlPlane {
     return () => void this.schemaHandlers.delete(own);
   }
 
-  /** How many `onSchemaChange` handlers are subscribed: one per open event stream. */
-  get schemaSubscribers(): number {
-    return this.schemaHandlers.size;
-  }
-
   // ── audit log and usage ───────────────────────────────────────────────────────────────
 
   /** Audit rows, newest first (the admin CLI). */

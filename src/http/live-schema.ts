@@ -37,6 +37,13 @@ export function schemaEventText(change: SchemaChange): string {
   return `event: schema\ndata: ${JSON.stringify({ repo: change.repo, table: change.table, command: change.command })}\n\n`;
 }
 
+let openStreams = 0;
+
+/** Event streams open now in this process (a stop's drain does not wait for them: they never end by themselves). */
+export function openSchemaStreams(): number {
+  return openStreams;
+}
+
 /**
  * Opens the caller's event stream: the `retry:` field first, then each change they may read, and
  * a comment line every `keepAliveMs`. Destroying the stream (the client left) unsubscribes it; the
@@ -67,7 +74,9 @@ export function openSchemaStream(control: ControlPlane, who: Principal, log: Log
   keepAlive.unref();
   const keyEnd = { cancel: () => stream.destroy() };
   control.watchKey(who, keyEnd);
+  openStreams++;
   stream.once('close', () => {
+    openStreams--;
     clearInterval(keepAlive);
     unsubscribe();
     control.unwatchKey(who, keyEnd);

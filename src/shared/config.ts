@@ -58,6 +58,7 @@ export const ConfigSchema = Type.Object({
   pgIdleTimeoutMs: Type.Integer({ minimum: 0, description: 'close wire clients idle (outside a transaction) this long; 0 = never' }),
   pgMaxMessageBytes: Positive('largest protocol message accepted from a wire client (08P01 past it)'),
   pgLargeMessagesBytes: Positive('bytes of large client messages (1 MiB and more) a process reads and judges at once; a client whose large message does not fit waits, its socket paused, until one is done'),
+  queuedWarnBytes: Positive("bytes queued on a process' connections (towards Postgres and towards clients, not yet taken) past which it logs a warning, and once more when back under half"),
   pgSessionsPerUser: Positive('upstream backends one user may hold through the wire front end at once; a client past it waits in line for one (53300 after pgPoolTimeoutMs)'),
   pgPoolMode: Type.Union([Type.Literal('transaction'), Type.Literal('session')], {
     description:

@@ -8,6 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { PgError, SqlState } from '../shared/errors.js';
 import { clientProof, saltedPassword, scramAttributes, serverSignature, hmac } from '../shared/scram.js';
+import { trackQueued } from '../observe/queued.js';
 import {
   BackendCode,
   FrameReader,
@@ -219,6 +220,7 @@ function transport(target: UpstreamTarget): Promise<Socket> {
       if (!target.tls) {
         clearTimeout(timer);
         socket.off('error', fail);
+        trackQueued('upstream', socket);
         return resolve(socket);
       }
       socket.write(buildSslRequest());
@@ -230,6 +232,7 @@ function transport(target: UpstreamTarget): Promise<Socket> {
           clearTimeout(timer);
           secure.off('error', fail);
           socket.off('error', fail);
+          trackQueued('upstream', secure);
           resolve(secure);
         });
       });

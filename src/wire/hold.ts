@@ -9,8 +9,8 @@
  * the wait is for room for a large message): a client that sends one request and waits for its
  * answer — nearly every client waiting for a backend — costs no pause and resume.
  */
-import type { Socket } from 'node:net';
 import type { Frame } from './frame-queue.js';
+import { Stop, type Intake } from './intake.js';
 
 export interface HoldHost {
   /** A frame held back, replayed (it may start another hold). */
@@ -35,13 +35,11 @@ export class Hold {
   private readonly backlog: Frame[] = [];
   /** Bytes of the frames in `backlog`. */
   private bytes = 0;
-  /** Whether the hold paused the client socket (resumed when the stream goes on). */
-  private paused = false;
   /** The work the stream is held for, while it lasts (a large message's budget goes back when it settles). */
   current: Promise<void> | undefined;
 
   constructor(
-    private readonly client: Socket,
+    private readonly intake: Intake,
     private readonly host: HoldHost,
   ) {}
 
@@ -57,9 +55,7 @@ export class Hold {
   }
 
   private pause(): void {
-    if (this.paused) return;
-    this.paused = true;
-    this.client.pause();
+    this.intake.stop(Stop.Hold);
   }
 
   /**
@@ -96,10 +92,7 @@ export class Hold {
     }
     this.host.replayed();
     if (this.count === 0 && !this.host.finished()) {
-      if (this.paused) {
-        this.paused = false;
-        this.client.resume();
-      }
+      this.intake.go(Stop.Hold);
       this.host.resumed();
     }
   }

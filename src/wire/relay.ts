@@ -39,6 +39,8 @@ import { LargeMessageGate, type MessageBudget } from './large-messages.js';
 import { checkFunctionCall, type LargeObjectFunctions } from './large-objects.js';
 import { ClientReading } from './reading.js';
 import { Hold } from './hold.js';
+import { Intake } from './intake.js';
+import { trackQueued } from '../observe/queued.js';
 import { SearchPath } from './search-path.js';
 import type { ClientActivity } from './activity.js';
 import type { SignalKind } from './cancel.js';
@@ -81,6 +83,8 @@ export class Relay {
   private discarding = false;
   /** The client's stream, held back while the relay waits (hold.ts). */
   private readonly hold: Hold;
+  /** Reads the client only while what it sent can go on (intake.ts). */
+  private readonly intake: Intake;
   private readonly gate: LargeMessageGate | undefined;
   private readonly readings: ClientReading;
   private readonly notifications: ClientNotifications;
@@ -107,6 +111,7 @@ export class Relay {
     private readonly onEnd: () => void,
   ) {
     this.toClient = new Run(client);
+    trackQueued('client', client);
     this.searchPath = new SearchPath(session);
     this.meter = deps.control.usage.meter(principal.user);
     this.gate = deps.largeMessages === undefined ? undefined : new LargeMessageGate(deps.largeMessages, clientReader);
@@ -115,12 +120,14 @@ export class Relay {
     // as its backend reported them (session mode), or as it was greeted before it has one.
     this.readings = new ClientReading(() => this.pooling?.client.reported ?? this.backend.link?.session.reading ?? this.deps.greeting);
     this.notifications = new ClientNotifications(principal.user);
-    this.hold = new Hold(client, {
+    this.intake = new Intake(client);
+    this.hold = new Hold(this.intake, {
       replay: (code, frame) => this.onClientFrame(code, frame),
       failed: (err) => this.refuse(this.toClientError(err)),
       fatal: (err) => this.fatal(err),
       replayed: () => {
         this.backend.toUpstream.flush();
+        this.intake.check(this.backend.link?.session.socket);
         if (this.closing) this.closeIfIdle();
       },
       resumed: () => this.maybeRelease(),
@@ -271,6 +278,7 @@ export class Relay {
     try {
       this.clientReader.push(chunk, this.onClientFrame);
       this.backend.toUpstream.flush();
+      this.intake.check(this.backend.link?.session.socket);
       const wait = this.gate?.afterChunk(this.hold.current);
       if (wait !== undefined) this.hold.until(wait, undefined, true); // no more is read until there is room
     } catch (err: unknown) {
@@ -694,6 +702,7 @@ export class Relay {
     this.toClient.flush();
     this.client.off('data', this.onClientData);
     this.hold.clear();
+    this.intake.close();
     if (!this.client.destroyed) this.client.end();
     this.backpressure.stop();
     // Held for a slow client (see Backpressure): whoever takes the session next, in this tick, reads it again.

@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { openSchemaStreams } from '../../src/http/live-schema.js';
 
 interface SchemaEvent {
   repo: string;
@@ -210,19 +211,19 @@ describe('GET /events', () => {
 });
 
 describe('the console', () => {
-  it("streams with the session cookie, and closing the stream frees its subscriber", async () => {
+  it("streams with the session cookie, and closing the stream frees its subscription", async () => {
     const name = `dave_${alice.name.slice('alice_'.length)}`;
     const signup = await api('/auth/signup', { method: 'POST', body: { username: name, password: 'correct horse battery staple' } });
     expect(signup.status).toBe(201);
     const cookie = signup.headers.getSetCookie().find((c) => c.startsWith('rb_session='))!.split(';')[0]!;
-    const before = svc.control.schemaSubscribers;
+    const before = openSchemaStreams();
     const d = await openStream({ cookie });
-    expect(svc.control.schemaSubscribers).toBe(before + 1);
+    expect(openSchemaStreams()).toBe(before + 1);
     await svc.control.createRepo(`${name}/board`);
     const event = await within(2_000, d.next((e) => e.repo === `${name}/board`, 0), 'event at the console');
     expect(event).toEqual({ repo: `${name}/board`, table: null, command: 'CREATE SCHEMA' });
     d.close();
-    await expect.poll(() => svc.control.schemaSubscribers, { timeout: 2_000 }).toBe(before);
+    await expect.poll(() => openSchemaStreams(), { timeout: 2_000 }).toBe(before);
   });
 
   it('refuses a request without a key or cookie', async () => {

@@ -3,11 +3,12 @@
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Hold, PAUSE_AFTER_BYTES } from '../../../src/wire/hold.js';
+import { Intake } from '../../../src/wire/intake.js';
 
 function setup() {
   const calls: string[] = [];
-  const client = { pause: () => calls.push('pause'), resume: () => calls.push('resume') } as unknown as Socket;
-  const hold = new Hold(client, {
+  const client = { destroyed: false, pause: () => calls.push('pause'), resume: () => calls.push('resume') } as unknown as Socket;
+  const hold = new Hold(new Intake(client), {
     replay: (code, frame) => calls.push(`replay ${String.fromCharCode(code)} ${frame.length}`),
     failed: (err) => calls.push(`failed ${String(err)}`),
     fatal: (err) => calls.push(`fatal ${String(err)}`),
