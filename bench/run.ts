@@ -19,7 +19,7 @@ import { AT_RATE_SHARE, runRest, runRestOwnCores, type RestOwnCoresResult, type 
 import { restAsyncLines, runRestAsync, type RestAsyncResult } from './scenarios/rest-async.js';
 import { runSoak, SOAK_MAX_RSS_CHANGE_PCT, type SoakResult } from './scenarios/soak.js';
 import { BARE_RELAY, SESSION_MODE, initPgbench, runWire, runWireOwnCores, type OwnCoresResult, type WireResult } from './scenarios/wire.js';
-import { runUpload, type UploadResult } from './scenarios/upload.js';
+import { runUpload, uploadLines, type UploadResult } from './scenarios/upload.js';
 import { runWeb, type WebResult } from './scenarios/web.js';
 import { runCitus, type CitusResult } from './scenarios/citus.js';
 import { clientsGoals, clientsLines, runClients, type ClientsResult } from './scenarios/clients.js';
@@ -177,7 +177,7 @@ function soakLines(s: SoakResult): string[] {
 }
 
 /** Scenarios whose targets an `--against` run also runs on the other build. */
-const COMPARED = ['wire', 'wire-own-cores', 'clients', 'rest', 'rest-own-cores', 'citus'];
+const COMPARED = ['wire', 'wire-own-cores', 'clients', 'rest', 'rest-own-cores', 'upload', 'citus'];
 
 async function main(): Promise<void> {
   // Built first: a ref that does not build stops the run before anything started.
@@ -277,7 +277,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
       results.soak = await runSoak(env, { seconds: soakSeconds, wireClients: 150, restClients: 50, scale: settings.scale, judgeRss: !quick }, log).catch((err: unknown) => `soak failed: ${(err as Error).message}`);
     }
     if (await starting('upload')) {
-      results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
+      results.upload = await runUpload(env, { megabytes: settings.uploadMb, rounds: settings.rounds }, log, ref).catch((err: unknown) => `upload failed: ${(err as Error).message}`);
     }
     if (await starting('connections')) {
       results.connections = await runConnections(env, settings.connections, log).catch((err: unknown) => `connections failed: ${(err as Error).message}`);
@@ -405,9 +405,7 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     '',
     ...(typeof results.catalog === 'object' ? catalogLines(results.catalog) : [`Private catalogs: ${results.catalog ?? 'not run'}`]),
     '',
-    upload
-      ? `Upload of a ${fmt(upload.megabytes)} MB CSV: repobase ${fmt(upload.repobaseMBps, 1)} MB/s, psql \\copy ${fmt(upload.psqlMBps, 1)} MB/s (ratio ${fmt(upload.ratio, 2)}); peak RSS growth of repobase ${fmt(upload.peakRssGrowthMb, 1)} MB.`
-      : `Upload: ${String(results.upload ?? 'not run')}`,
+    ...(upload ? uploadLines(upload) : [`Upload: ${String(results.upload ?? 'not run')}`]),
     conns
       ? `Idle connections: ${fmt(conns.connections)} authenticated wire clients, ${fmt(conns.bytesPerConnection / 1024, 1)} KB RSS each (${fmt(conns.rssBeforeMb)} → ${fmt(conns.rssAfterMb)} MB), opened in ${fmt(conns.secondsToOpen, 1)} s; a query on a fresh connection ${conns.freshQueryAnswers ? 'answers' : 'does NOT answer'}.`
       : `Idle connections: ${String(results.connections ?? 'not run')}`,
