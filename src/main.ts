@@ -6,6 +6,7 @@ import { buildApp } from './http/app.js';
 import type { ServerResponse } from 'node:http';
 import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
+import { defaultLimits } from './shared/limits.js';
 import type { Logger } from './shared/logger.js';
 import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
@@ -69,7 +70,7 @@ export async function startService(config: Config, log: Logger, options: Service
     for (const step of cleanup.reverse().splice(0)) await step();
   };
   try {
-    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true, auditRetentionDays: config.auditRetentionDays });
+    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true, auditRetentionDays: config.auditRetentionDays, defaultLimits: defaultLimits(config), storageRefreshMs: config.storageRefreshMs });
     cleanup.push(() => control.close());
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     cleanup.push(() => policy.close());

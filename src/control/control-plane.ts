@@ -65,6 +65,10 @@ import { LastUsedRecorder } from './last-used.js';
 import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
 import { storageOf, type Storage } from './storage.js';
 import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
+import { LimitsBook, loadOverrides, setOverrides } from './limits.js';
+import { StorageQuota } from './quota.js';
+import { NO_LIMITS, type LimitOverrides, type UserLimits } from '../shared/limits.js';
+import type { StorageUse } from '../policy/index.js';
 
 export type { SchemaChange };
 export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
@@ -73,6 +77,8 @@ export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborat
 export interface Rights {
   user: string;
   repos: ReadonlyMap<string, RepoAccess>;
+  /** Users over their storage quota (see quota.ts). */
+  full?: ReadonlyMap<string, StorageUse>;
 }
 
 /** Back-off of the retries of `openWhenReachable`: doubling from the first delay up to the last. */
@@ -86,6 +92,10 @@ export interface ControlPlaneOptions {
   listen: boolean;
   /** Audit rows older than this many days are deleted at start and hourly (serving processes only; 0 = kept). */
   auditRetentionDays?: number;
+  /** Every user's limits unless an admin set others (the configuration's; see shared/limits.ts); default: none. */
+  defaultLimits?: UserLimits;
+  /** Serving processes: how often what users store is read for the storage quota (see quota.ts). */
+  storageRefreshMs?: number;
 }
 
 export class ControlPlane {
@@ -105,6 +115,10 @@ export class ControlPlane {
   readonly audit: AuditLog;
   /** Where front ends count per-user usage (buffered; see usage.ts). */
   readonly usage: UsageRecorder;
+  /** Every user's limits, kept current on every serving process (see limits.ts). */
+  readonly limits: LimitsBook;
+  /** Serving processes: who is over their storage quota. */
+  private quota: StorageQuota | undefined;
   private ready = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -112,15 +126,17 @@ export class ControlPlane {
   private constructor(
     private readonly cluster: Cluster,
     private readonly log: Logger,
+    opts: ControlPlaneOptions,
   ) {
     this.lastUsed = new LastUsedRecorder(cluster.admin, log);
     this.audit = new AuditLog(cluster.admin, log);
     this.usage = new UsageRecorder(cluster.admin, log);
+    this.limits = new LimitsBook(opts.defaultLimits ?? NO_LIMITS);
   }
 
   /** Migrates the control schema, re-keys role passwords if the secret changed, starts listening. */
   static async open(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
-    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
+    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }), opts);
     await plane.prepare(opts);
     plane.ready = true;
     return plane;
@@ -135,7 +151,7 @@ export class ControlPlane {
    * a role without CREATEROLE) is thrown, as from `open`.
    */
   static async openWhenReachable(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
-    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
+    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }), opts);
     try {
       await cluster.check();
       await plane.prepare(opts);
@@ -183,6 +199,13 @@ export class ControlPlane {
         this.log.warn('live schema updates are off: the event triggers that report schema changes need a superuser admin role, and this one is not (consoles show changes made elsewhere when reloaded)');
       }
       this.audit.startRetention(opts.auditRetentionDays ?? 0);
+    }
+    this.limits.replace(await loadOverrides(this.cluster.admin));
+    if (opts.listen && !this.closed && this.quota === undefined) {
+      // A user crossing their quota either way: decisions cached with the old snapshots must go.
+      this.quota = new StorageQuota(this.cluster.admin, this.limits, opts.storageRefreshMs ?? 30_000, this.log, () => this.rightsCache.clear());
+      this.limits.onChange((users) => void this.quota?.refresh(users));
+      await this.quota.refresh();
     }
   }
 
@@ -251,11 +274,15 @@ export class ControlPlane {
       case 'rights':
         this.rightsCache.clear();
         break;
+      case 'limits':
+        void this.reloadLimits();
+        break;
       case 'user':
       case 'lost':
         this.keys.clear();
         this.scram.clear();
         this.rightsCache.clear();
+        if (e.kind === 'lost') void this.reloadLimits();
         break;
     }
   }
@@ -450,7 +477,7 @@ export class ControlPlane {
     const cached = this.rightsCache.get(user);
     if (cached) return cached;
     const generation = this.rightsCache.generation;
-    const rights = { user, repos: await reachableRepos(this.db, user) };
+    const rights: Rights = { user, repos: await reachableRepos(this.db, user), ...(this.quota && { full: this.quota.over }) };
     this.rightsCache.set(user, rights, generation);
     return rights;
   }
@@ -490,9 +517,30 @@ export class ControlPlane {
     return storageOf(this.admin, user);
   }
 
+  // ── limits ────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Sets some of `user`'s limits (a number sets it, null goes back to the default, a limit not
+   * named stays); every serving process of every instance takes them within a moment.
+   */
+  async setLimits(user: string, change: LimitOverrides): Promise<void> {
+    await inTransaction(this.db, (db) => setOverrides(db, user, change));
+    await this.reloadLimits();
+  }
+
+  /** Reads every user's overrides again (a change announced, or the listener reconnected). */
+  private async reloadLimits(): Promise<void> {
+    try {
+      this.limits.replace(await loadOverrides(this.cluster.admin));
+    } catch (err: unknown) {
+      this.log.warn({ err }, 'reading user limits failed; the ones read last hold');
+    }
+  }
+
   /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */
   async close(): Promise<void> {
     this.closed = true;
+    this.quota?.close();
     clearTimeout(this.retryTimer);
     this.stopPlacements?.();
     await this.listener?.close();

@@ -14,7 +14,7 @@ import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.j
 export { clientChannel, SENDERS_PREFIX } from './channels.js';
 export { BACKEND_PID_SETTING, SIGNAL_SQLSTATE } from './backend-pid.js';
 export { errorInOriginal } from './splices.js';
-export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
+export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect, StorageUse } from './types.js';
 
 /**
  * The denial of a statement Postgres could read differently from the policy's parser with the

@@ -51,16 +51,20 @@ export function workerCount(config: Config): number {
 
 /**
  * One worker's share of the limits that are meant for the whole service: connections, upstream
- * sessions per user, and the service's budget of upstream backends. Accepted connections are handed to workers in turn, so even shares
- * keep the service-wide totals.
+ * sessions per user, the service's budget of upstream backends and of transactions running at
+ * once. Accepted connections are handed to workers in turn, so even shares keep the service-wide
+ * totals. A 0 that means "sized at start-up" stays 0: the worker sizes it and takes its share
+ * then (main.ts). Each user's limits are shared the same way (shared/limits.ts).
  */
 export function workerShare(config: Config, workers: number): Config {
   const share = (limit: number) => Math.max(1, Math.ceil(limit / workers));
+  const sized = (limit: number) => (limit === 0 ? 0 : share(limit));
   return {
     ...config,
     pgMaxConnections: share(config.pgMaxConnections),
     pgSessionsPerUser: share(config.pgSessionsPerUser),
     upstreamPoolMax: share(config.upstreamPoolMax),
-    upstreamMaxSessions: share(config.upstreamMaxSessions),
+    upstreamMaxSessions: sized(config.upstreamMaxSessions),
+    upstreamActiveMax: sized(config.upstreamActiveMax),
   };
 }
