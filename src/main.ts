@@ -6,12 +6,16 @@ import { buildApp } from './http/app.js';
 import type { ServerResponse } from 'node:http';
 import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
-import { defaultLimits } from './shared/limits.js';
+import { defaultLimits, loginSettings, shareOf } from './shared/limits.js';
 import type { Logger } from './shared/logger.js';
 import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
 import { BackendBudget } from './upstream/budget.js';
+import { Admission, PARKED_BACKENDS_SQL } from './upstream/admission.js';
+import { processActiveMax, processBudget } from './upstream/sizing.js';
+import type { UpstreamSession } from './upstream/session.js';
+import { watchAdmission } from './observe/admission-metrics.js';
 import { createPolicy } from './policy/index.js';
 import type { QueryCancelPeers } from './http/running-queries.js';
 import { openCancelChannel } from './wire/cancel-channel.js';
@@ -46,6 +50,8 @@ function listenError(err: unknown, what: string, host: string, port: number, env
 }
 
 export interface ServiceOptions {
+  /** The worker processes of the service (this one among them): each enforces its share of the service-wide limits. Default 1. */
+  workers?: number;
   /** Set when this process is one of several workers sharing the ports: where REST query cancels (`POST /query/<id>/cancel`) not for this process go. */
   queryCancelPeers?: QueryCancelPeers;
   /** What `GET /metrics` answers; default: this process's metrics (a worker's: the sum over all workers). */
@@ -77,17 +83,46 @@ export async function startService(config: Config, log: Logger, options: Service
     // Wire CancelRequests for other processes (workers or instances) go through the cluster.
     const cancelPeers = await openCancelChannel(cluster.adminConfig, cluster.admin, log);
     cleanup.push(() => cancelPeers.close());
-    // One budget of backends for the wire front end and POST /query/ (uploads' pools are apart, see RolePools).
-    const budget = new BackendBudget(config.upstreamMaxSessions);
-    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers, budget }).catch((err: unknown) => {
+    // One budget of backends and one fair queue of transactions for the wire front end and
+    // POST /query/ (uploads' pools are apart, see RolePools).
+    const workers = options.workers ?? 1;
+    const limitsOf = (user: string) => shareOf(control.limits.of(user), workers);
+    const settingsOf = (role: string) => loginSettings(control.limits.of(role));
+    const budget = new BackendBudget(await processBudget(config, cluster.admin, workers, log));
+    const active = processActiveMax(config, workers);
+    const admission = new Admission({
+      max: active,
+      reserve: active,
+      limitsOf,
+      onWaited: (user, ms) => control.usage.add(user, { queuedMs: ms }),
+      sampleParked: async () => new Set((await cluster.admin.query<{ pid: number }>(PARKED_BACKENDS_SQL)).rows.map((r) => r.pid)),
+    });
+    cleanup.push(async () => admission.close());
+    const unwatchAdmission = watchAdmission(admission);
+    cleanup.push(async () => unwatchAdmission());
+    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers, budget, admission, settingsOf, limitsOf }).catch((err: unknown) => {
       throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
     });
     cleanup.push(() => wire.close());
     const pools = new RolePools({ cluster, config, log });
     cleanup.push(() => pools.close());
     // A REST statement ends by statementTimeoutMs upstream; silent a second past it, the network is taken as gone.
-    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, budget, metricsName: 'rest', silenceMs: config.statementTimeoutMs + 1_000, log });
+    // A REST statement ends by its user's statement timeout upstream; silent a second past it, the network is taken as gone.
+    const silenceMs = (session: UpstreamSession) => {
+      const timeout = control.limits.of(session.user).statementTimeoutMs;
+      return timeout === 0 ? 0 : timeout + 1_000;
+    };
+    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, budget, admission, settingsOf, metricsName: 'rest', silenceMs, log });
     cleanup.push(async () => sessions.close());
+    // Limits an admin changed: new turns, and sessions logged in with the new timeouts from now on.
+    const unfollow = control.limits.onChange((users) => {
+      admission.refresh(users);
+      for (const user of users) {
+        wire.renew(user);
+        sessions.renew(user);
+      }
+    });
+    cleanup.push(async () => unfollow());
     let draining = false;
     const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
     // Requests in flight, for the drain: a count and one listener function shared by all. A Set

@@ -10,7 +10,8 @@ import { Command } from 'commander';
 import type { ControlPlane } from '../control/control-plane.js';
 import type { Config } from '../shared/config.js';
 import { PgError, SqlState } from '../shared/errors.js';
-import { formatDuration, formatSize, LIMIT_NAMES, parseDuration, parseSize, type LimitName, type LimitOverrides, type UserLimits } from '../shared/limits.js';
+import { LIMIT_NAMES, type LimitName, type LimitOverrides, type UserLimits } from '../shared/limits.js';
+import { formatDuration, formatSize, parseDuration, parseSize } from '../shared/units.js';
 import { UsageError, type CliContext, type ConfigOf } from './context.js';
 import { formatTable } from './table.js';
 

@@ -103,7 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     policy: deps.policy,
     pools: deps.pools,
     sessions: deps.sessions,
-    sessionSettings: restSessionSettings(deps.config),
+    sessionSettings: restSessionSettings(),
     types: new TypeCatalog(deps.control.admin),
     wirePort: deps.wirePort ?? deps.config.pgPort,
     queryCancelPeers: deps.queryCancelPeers,

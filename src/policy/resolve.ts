@@ -17,7 +17,7 @@ import { citusRelationRefusal } from './citus.js';
 import type { NameRef, Need, Refusal } from './facts.js';
 import { isSystemSchema, isTempSchema, splitRepo } from './names.js';
 import type { Rights, StorageUse } from './types.js';
-import { formatSize } from '../shared/limits.js';
+import { formatSize } from '../shared/units.js';
 
 const denied = SqlState.InsufficientPrivilege;
 

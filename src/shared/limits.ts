@@ -5,12 +5,7 @@
  * (`shareOf`). The user, not the Postgres role, is the unit: a role that acts for a user (a
  * scoped key's) counts to that user.
  */
-import { createRequire } from 'node:module';
-import ms from 'ms';
 import type { Config } from './config.js';
-
-/** bytes-iec is CommonJS with `export =`, which an ES module can only take whole. */
-const bytes = createRequire(import.meta.url)('bytes-iec') as typeof import('bytes-iec');
 
 export interface UserLimits {
   /** Wire connections open at once (53300 past it); 0 = no limit of the user's own. */
@@ -72,25 +67,11 @@ export function shareOf(limits: UserLimits, workers: number): UserLimits {
   return { ...limits, connections: share(limits.connections), active: share(limits.active), timeBudgetMs: share(limits.timeBudgetMs) };
 }
 
-/** A duration as people write it (`30s`, `5m`, `1h`, `250ms`; a bare number is milliseconds); undefined if it is none. */
-export function parseDuration(text: string): number | undefined {
-  const t = text.trim();
-  const value = /^\d+$/.test(t) ? Number(t) : ms(t as ms.StringValue);
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 && Number.isInteger(value) ? value : undefined;
-}
-
-/** A size as people write it (`10GiB`, `500MB`, `1024`); undefined if it is none. */
-export function parseSize(text: string): number | undefined {
-  const value = bytes.parse(text.trim());
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined;
-}
-
-/** `10 GiB`, `512 MiB`, `0 B`. */
-export function formatSize(n: number): string {
-  return bytes.format(n, { mode: 'binary', unitSeparator: ' ' }) ?? `${n} B`;
-}
-
-/** `5m`, `1.5s`, `250ms`. */
-export function formatDuration(n: number): string {
-  return ms(n);
+/**
+ * The settings every upstream session of the user logs in with: Postgres' own statement and
+ * idle-in-transaction timeouts, so that it ends what runs too long with its own words. (A wire
+ * client may SET them otherwise; the wire front end holds it to its limits all the same.)
+ */
+export function loginSettings(limits: UserLimits): Record<string, string> {
+  return { statement_timeout: String(limits.statementTimeoutMs), idle_in_transaction_session_timeout: String(limits.idleInTransactionTimeoutMs) };
 }

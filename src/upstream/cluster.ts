@@ -12,6 +12,7 @@ import { startEmbedded } from './embedded.js';
 import { fromDriverError } from './pg-error.js';
 import { rolePassword } from './roles.js';
 import { readOrCreateSecretFile } from './secret-file.js';
+import type { UpstreamTarget } from './session.js';
 
 export interface Cluster {
   /** Pool of the admin role: the control plane's connections. */
@@ -132,5 +133,20 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
       await admin.end();
       await embedded?.stop();
     },
+  };
+}
+
+/** Where a raw upstream session (session.ts) logs in as `role`: its derived password, the cluster's TLS. */
+export function roleTarget(cluster: Pick<Cluster, 'roleConnection'>, role: string): UpstreamTarget {
+  const c = cluster.roleConnection(role);
+  const ssl = c.ssl;
+  return {
+    host: c.host ?? '127.0.0.1',
+    port: c.port ?? 5432,
+    database: c.database ?? 'postgres',
+    user: role,
+    password: typeof c.password === 'string' ? c.password : '',
+    connectTimeoutMs: c.connectionTimeoutMillis,
+    tls: ssl ? { rejectUnauthorized: typeof ssl === 'object' ? ssl.rejectUnauthorized !== false : true } : undefined,
   };
 }

@@ -28,6 +28,7 @@ import {
   decodeReadyForQuery,
   type TransactionStatus,
 } from '../protocol/index.js';
+import { newHold, type Hold } from './admission.js';
 
 /** How long a session left with work in flight may take to come back to idle (see `settle`) before it is closed instead. */
 const SETTLE_GRACE_MS = 5_000;
@@ -44,9 +45,13 @@ export interface UpstreamTarget {
   tls?: { rejectUnauthorized: boolean } | undefined;
   /** Connection and login must be done within this long (`upstreamConnectTimeoutMs`); 10 s if unset. */
   connectTimeoutMs?: number | undefined;
+  /** Settings every session of this target logs in with, under the caller's parameters (the user's timeouts; a wire client's own start-up values come first). */
+  settings?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface UpstreamSession {
+  /** The role it logged in as. */
+  readonly user: string;
   readonly socket: Socket;
   readonly reader: FrameReader;
   /** ParameterStatus values of the login, in arrival order (replayed to each client). */
@@ -81,6 +86,10 @@ export interface UpstreamSession {
   sink: (this: UpstreamSession, chunk: Buffer) => void;
   /** Called once the socket has closed (same idea: the holder's own, or `ignore`). */
   onGone: () => void;
+  /** Its hold of an admission slot while handed out (admission.ts). */
+  readonly hold: Hold;
+  /** Its pool's generation of its role's login settings when it logged in (session-pool.ts `renew`). */
+  generation: number;
 }
 
 /** A sink or onGone that does nothing. */
@@ -329,7 +338,24 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
           socket.removeAllListeners('error');
           // Errors surface as 'close' to whoever holds the session; an unheard 'error' would crash the process.
           socket.on('error', () => undefined);
-          const session: UpstreamSession = { socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, reading: readingAtLogin(parameters), readingChanged: false, sink: ignore, onGone: ignore };
+          const session: UpstreamSession = {
+            user: target.user,
+            socket,
+            reader,
+            parameters,
+            processId,
+            secretKey,
+            host: target.host,
+            port: target.port,
+            status: decodeReadyForQuery(frame),
+            needsReset: false,
+            reading: readingAtLogin(parameters),
+            readingChanged: false,
+            sink: ignore,
+            onGone: ignore,
+            hold: newHold(processId),
+            generation: 0,
+          };
           socket.on('data', (chunk: Buffer) => session.sink(chunk));
           socket.on('close', () => session.onGone());
           resolve(session);
@@ -347,7 +373,7 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
         fail(err instanceof PgError ? err : unavailable(target, String(err)));
       }
     });
-    socket.write(buildStartupMessage({ ...params, user: target.user, database: target.database }));
+    socket.write(buildStartupMessage({ ...target.settings, ...params, user: target.user, database: target.database }));
   });
 }
 

@@ -20,12 +20,19 @@ export class SilenceWatch {
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly ms: number,
+    /** The silence taken as a dead network: one for all sessions, or each session's own (0: never). */
+    private readonly ms: number | ((session: UpstreamSession) => number),
     /** The sessions handed out right now. */
     private readonly handedOut: () => ReadonlySet<UpstreamSession>,
   ) {
-    this.timer = setInterval(() => this.look(), Math.max(100, Math.min(1000, ms / 4)));
+    this.timer = setInterval(() => this.look(), typeof ms === 'number' ? Math.max(100, Math.min(1000, ms / 4)) : 250);
     this.timer.unref();
+  }
+
+  /** The session's silence limit (Infinity: none). */
+  private limit(session: UpstreamSession): number {
+    const ms = typeof this.ms === 'number' ? this.ms : this.ms(session);
+    return ms > 0 ? ms : Infinity;
   }
 
   close(): void {
@@ -43,7 +50,7 @@ export class SilenceWatch {
       const seen = this.seen.get(session);
       if (seen === undefined || seen.bytes !== bytes || socket.isPaused()) {
         this.seen.set(session, { bytes, since: now });
-      } else if (now - seen.since >= this.ms) {
+      } else if (now - seen.since >= this.limit(session)) {
         this.seen.delete(session);
         socket.destroy();
       }

@@ -40,6 +40,7 @@ import { ClientState, type BuiltinFunctions } from './client-state.js';
 import { Pooling } from './pooling.js';
 import { sendersChannel } from './notifications.js';
 import { BASELINE, type StartupSettings } from './startup-settings.js';
+import type { WireTenancy } from './tenancy.js';
 
 export interface WireDeps {
   config: Config;
@@ -57,7 +58,9 @@ export interface WireDeps {
   secret: string;
   log: Logger;
   /** Told of each client once its session starts (the server stops them when it drains). */
-  onSession?: (raw: Socket, relay: Relay) => void;
+  onSession?: (raw: Socket, relay: Relay, user: string) => void;
+  /** Per-user connection counts and timeouts (tenancy.ts). */
+  tenancy?: WireTenancy | undefined;
 }
 
 function fatal(code: string, message: string, hint?: string): PgError {
@@ -219,6 +222,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       connId: auditOrigin.requestId,
     });
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
+    deps.tenancy?.connect(principal.user, raw); // 53300 past the user's connections
     await deps.control.rights(principal.user); // warm the cache the relay reads synchronously
     const role = principal.user;
     const { params } = upstreamParams;
@@ -278,7 +282,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
     socket.write(buildReadyForQuery('I'));
     relay.start(queue.detach());
-    deps.onSession?.(raw, relay);
+    deps.onSession?.(raw, relay, role);
     if (deps.config.pgIdleTimeoutMs > 0) idleTimeout(socket, relay, deps.config.pgIdleTimeoutMs);
   } catch (err: unknown) {
     clearTimeout(timer);

@@ -41,7 +41,8 @@ export async function runWorker(config: Config, log: Logger): Promise<number> {
   let service;
   try {
     const queryCancelPeers = workerQueryCancelPeers((m) => void send(m));
-    service = await startService(workerShare(config, workerCount(config)), log, { queryCancelPeers, metrics: metrics.source });
+    const workers = workerCount(config);
+    service = await startService(workerShare(config, workers), log, { queryCancelPeers, metrics: metrics.source, workers });
   } catch (err: unknown) {
     const e = err instanceof PgError ? err : new PgError(SqlState.InternalError, err instanceof Error ? err.message : String(err));
     await send({ kind: 'failed', error: e.toJSON() });
