@@ -112,7 +112,7 @@ export async function startService(config: Config, log: Logger, options: Service
       const timeout = control.limits.of(session.user).statementTimeoutMs;
       return timeout === 0 ? 0 : timeout + 1_000;
     };
-    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, budget, admission, settingsOf, metricsName: 'rest', silenceMs, log });
+    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: Math.min(10_000, config.pgPoolTimeoutMs), budget, admission, settingsOf, metricsName: 'rest', silenceMs, log });
     cleanup.push(async () => sessions.close());
     // Limits an admin changed: new turns, and sessions logged in with the new timeouts from now on.
     const unfollow = control.limits.onChange((users) => {

@@ -44,6 +44,8 @@ export interface LineHost {
   open(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession>;
   /** Closes the role's longest-idle session (its room comes back through `makeRoom`); false when it has none. */
   closeIdle(role: string): boolean;
+  /** The user whose share of the budget the role's sessions are. */
+  userOf(role: string): string;
 }
 
 export class PoolLines {
@@ -195,20 +197,20 @@ export class PoolLines {
       if ((waited < grow || this.lateBy > grow) && (this.host.inUse(role) > 0 || this.host.opening(role))) return this.lookAgain(role, waited < grow ? grow - waited : grow);
     }
     if (this.host.count(role) >= this.host.maxPerRole) return void this.host.closeIdle(role);
-    if (this.host.budget.take()) return this.openFor(role, first);
+    if (this.host.budget.take(this.host.userOf(role))) return this.openFor(role, first);
     if (grow !== undefined && this.host.inUse(role) > 0) {
       // The service's backends are all taken and this role's own come back soon. It does not
       // press the budget, which would close every backend other roles give back, only to open
       // them again (churn: a log-in and cold caches each); a backend of another role that has
       // stayed idle a while is closed for it.
       this.host.budget.reclaim(Date.now() - RECLAIM_IDLE_MS);
-      if (this.host.budget.take()) return this.openFor(role, first);
+      if (this.host.budget.take(this.host.userOf(role))) return this.openFor(role, first);
       return this.lookAgain(role, Math.max(grow, 1));
     }
     first.leaveBudget = this.host.budget.wait(() => {
       first.leaveBudget = undefined;
       this.openFor(role, first);
-    });
+    }, this.host.userOf(role));
   }
 
   /** Looks at the role's line again in `ms` (once: a timer armed already stays). */

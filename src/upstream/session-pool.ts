@@ -131,7 +131,8 @@ export class SessionPool implements LineHost {
     return session;
   }
 
-  private userOf(role: string): string {
+  /** The user whose turn and share of the budget the role's sessions are. */
+  userOf(role: string): string {
     return this.opts.userOf === undefined ? role : this.opts.userOf(role);
   }
 
@@ -173,7 +174,7 @@ export class SessionPool implements LineHost {
   private growBehind(role: string, key: string, params: Readonly<Record<string, string>>): void {
     const grow = this.opts.growAfterMs;
     if (grow === undefined || this.openings.has(role) || this.lines.lateBy > grow || this.budget.pressed) return;
-    if (this.count(role) >= this.opts.maxPerRole || !this.budget.take()) return;
+    if (this.count(role) >= this.opts.maxPerRole || !this.budget.take(this.userOf(role))) return;
     this.open(role, key, params).then(
       (session) => this.release(role, params, session, 'keep'),
       () => undefined, // open() has given its slot back; the next miss tries again
@@ -221,7 +222,7 @@ export class SessionPool implements LineHost {
       if (idle) return Promise.resolve(idle);
     }
     const openNow = this.opts.growAfterMs === undefined || (this.inUse(role) === 0 && !this.openings.has(role));
-    if (openNow && !this.lines.has(role) && this.count(role) < this.opts.maxPerRole && this.budget.take()) return this.open(role, key, params);
+    if (openNow && !this.lines.has(role) && this.count(role) < this.opts.maxPerRole && this.budget.take(this.userOf(role))) return this.open(role, key, params);
     return this.lines.wait(role, key, params);
   }
 
@@ -242,7 +243,7 @@ export class SessionPool implements LineHost {
       return session;
     } catch (err: unknown) {
       this.decrement(role);
-      this.budget.give();
+      this.budget.give(this.userOf(role));
       throw err;
     } finally {
       const n = (this.openings.get(role) ?? 1) - 1;
@@ -352,7 +353,7 @@ export class SessionPool implements LineHost {
     this.gone.add(session);
     this.live.delete(session);
     this.decrement(role);
-    this.budget.give();
+    this.budget.give(this.userOf(role));
     this.lines.makeRoom(role);
   }
 

@@ -61,3 +61,26 @@ describe('backend budget', () => {
     expect(budget.take()).toBe(true);
   });
 });
+
+describe('reserved share of the budget', () => {
+  it('keeps the last tenth for users below their share: one who holds nothing gets a backend at once', () => {
+    const budget = new BackendBudget(20); // 2 reserved
+    for (let i = 0; i < 18; i++) expect(budget.take('noisy')).toBe(true);
+    expect(budget.take('noisy')).toBe(false); // the reserve is not for a user above its share
+    expect(budget.take('quiet')).toBe(true);
+    expect(budget.take('third')).toBe(true);
+    expect(budget.take('fourth')).toBe(false); // all taken
+    expect(budget.heldBy('noisy')).toBe(18);
+  });
+
+  it('gives a slot that comes back to a waiter below its share before the longest waiter', () => {
+    const budget = new BackendBudget(10); // 1 reserved
+    for (let i = 0; i < 9; i++) budget.take('noisy');
+    budget.take('quiet');
+    const got: string[] = [];
+    budget.wait(() => got.push('noisy'), 'noisy');
+    budget.wait(() => got.push('other'), 'other');
+    budget.give('noisy');
+    expect(got).toEqual(['other']);
+  });
+});
