@@ -124,7 +124,7 @@ export async function startService(config: Config, log: Logger, options: Service
     });
     cleanup.push(async () => unfollow());
     let draining = false;
-    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, connectionsOf: wire.connectionsOf, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
     // Requests in flight, for the drain: a count and one listener function shared by all. A Set
     // of the responses (a long-lived table pointing at every request's objects) made each
     // request's objects outlive the young generation: 1–2 KB more promoted per REST request,

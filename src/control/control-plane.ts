@@ -512,6 +512,12 @@ export class ControlPlane {
     return listUsage(this.admin, filter);
   }
 
+  /** `user`'s transactions open upstream now (running, or idle inside one), every instance's. */
+  async openTransactions(user: string): Promise<number> {
+    const res = await this.admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_catalog.pg_stat_activity WHERE usename = $1 AND backend_type = 'client backend' AND state <> 'idle'", [user]);
+    return res.rows[0]?.n ?? 0;
+  }
+
   /** What `user` keeps stored now: their repos' bytes and their large objects. */
   storage(user: string): Promise<Storage> {
     return storageOf(this.admin, user);

@@ -44,6 +44,8 @@ export interface ApiDeps extends Omit<QueryDeps, 'maxRows' | 'running'> {
   >;
   /** The port the wire front end listens on, for `GET /connection`. */
   wirePort: number;
+  /** A user's wire connections open on this process, for `GET /usage/`. */
+  connectionsOf?: ((user: string) => number) | undefined;
 }
 
 /** SQLSTATE of the rate limit: Postgres' "configuration limit exceeded", answered as 429. */
@@ -75,7 +77,7 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   await app.register(connectionRoutes, { config: deps.config, wirePort: deps.wirePort });
   await app.register(repoRoutes, { control: deps.control });
   await app.register(keyRoutes, { control: deps.control });
-  await app.register(usageRoutes, { control: deps.control });
+  await app.register(usageRoutes, { control: deps.control, connectionsOf: deps.connectionsOf });
   const { control, policy, pools, types, sessions, sessionSettings } = deps;
   const running = new RunningQueries(deps.queryCancelPeers);
   await app.register(queryRoutes, { control, policy, sessions, sessionSettings, types, maxRows: deps.config.maxResultRows, running });

@@ -43,6 +43,8 @@ export interface AppDeps {
   wirePort?: number;
   /** The built web console; default: `dist/web` of the package. */
   consoleDir?: string;
+  /** A user's wire connections open on this process (`GET /usage/`). */
+  connectionsOf?: (user: string) => number;
   /** The other worker processes, for REST query cancels that reach another worker than the query. */
   queryCancelPeers?: QueryCancelPeers | undefined;
   /**
@@ -107,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     types: new TypeCatalog(deps.control.admin),
     wirePort: deps.wirePort ?? deps.config.pgPort,
     queryCancelPeers: deps.queryCancelPeers,
+    connectionsOf: deps.connectionsOf,
   });
   await registerConsole(app, consoleDir);
   return app;

@@ -40,6 +40,8 @@ export interface WireServer {
   drain(timeoutMs: number): Promise<void>;
   /** The user's limits changed: backends logged in with the old timeouts are not reused. */
   renew(role: string): void;
+  /** The user's connections open on this process. */
+  connectionsOf(user: string): number;
   close(): Promise<void>;
 }
 
@@ -184,6 +186,7 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
       await gone(FAREWELL_MS);
     },
     renew: (role) => pool.renew(role),
+    connectionsOf: (user) => tenancy?.connectionsOf(user) ?? 0,
     close: async () => {
       unwatch();
       tenancy?.close();

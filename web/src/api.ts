@@ -18,6 +18,7 @@ import type {
   RepoList,
   SessionInfo,
   UpdateRepo,
+  UsageList,
 } from '../../src/http/schemas.ts';
 
 export type { Collaborator, ConnectionInfo, KeyInfo, NewKey, Repo, RepoDetail, SessionInfo } from '../../src/http/schemas.ts';
@@ -169,6 +170,13 @@ export const listKeys = async () => (await request<KeyList>('GET', '/keys/')).ke
 export const createKey = () => request<NewKey>('POST', '/keys/', { body: {} });
 
 export const revokeKey = (id: string) => request<void>('DELETE', `/keys/${segment(id)}`);
+
+// --- usage and limits ----------------------------------------------------------------------
+
+export type UsageInfo = UsageList;
+
+/** Your usage of the last hours, what you keep stored, your limits and what you use of them now. */
+export const getUsage = () => request<UsageList>('GET', '/usage/?since=1h');
 
 // --- queries -------------------------------------------------------------------------------
 
