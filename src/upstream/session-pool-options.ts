@@ -27,6 +27,8 @@ export interface SessionPoolOptions {
   admission?: Admission | undefined;
   /** The user a role acts for, whose turn and limits are its sessions' (a scoped key's role: its user's); default: the role itself. */
   userOf?(role: string): string;
+  /** Told of each session just logged in (the embedded cluster lowers its backend's CPU weight: cpu-weight.ts). */
+  onOpened?(session: UpstreamSession): void;
   /** The pool's name in the metrics (`wire`, `rest`); unset: not in the metrics. */
   metricsName?: string;
   /**

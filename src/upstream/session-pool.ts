@@ -238,6 +238,7 @@ export class SessionPool implements LineHost {
     try {
       const session = await openUpstreamSession(this.opts.target(role), params);
       session.generation = generation;
+      this.opts.onOpened?.(session);
       this.greetings.set(key, session.parameters);
       if (this.silence) this.live.add(session);
       return session;
@@ -385,6 +386,11 @@ function closeOnData(this: UpstreamSession): void {
 }
 
 /** A session pool logging in to `cluster` as each user's own role (its derived password, its TLS), with the settings `settingsOf` gives the role. */
-export function sessionPoolFor(cluster: Pick<Cluster, 'roleConnection'>, opts: Omit<SessionPoolOptions, 'target'> & { settingsOf?(role: string): Readonly<Record<string, string>> }): SessionPool {
-  return new SessionPool({ ...opts, target: (role) => ({ ...roleTarget(cluster, role), settings: opts.settingsOf?.(role) }) });
+export function sessionPoolFor(cluster: Pick<Cluster, 'roleConnection' | 'weight'>, opts: Omit<SessionPoolOptions, 'target'> & { settingsOf?(role: string): Readonly<Record<string, string>> }): SessionPool {
+  const weight = cluster.weight;
+  return new SessionPool({
+    ...opts,
+    target: (role) => ({ ...roleTarget(cluster, role), settings: opts.settingsOf?.(role) }),
+    ...(weight && { onOpened: (session: UpstreamSession) => weight.backendOpened(session.processId) }),
+  });
 }
