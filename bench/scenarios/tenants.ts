@@ -28,7 +28,7 @@ import type { GroupResult, LoadGroup, TenantLoadConfig, TenantLoadResult } from 
 
 const LOAD = join(packageRoot, 'dist', 'bench', 'lib', 'tenant-load.js');
 /** The noisy user's CPU-heavy statement (tens of ms of one core). */
-const HEAVY = 'SELECT sum(g * g) FROM generate_series(1, 300000) g';
+const HEAVY = 'SELECT sum(g::bigint * g) FROM generate_series(1, 300000) g';
 const ACCOUNTS = 100_000;
 
 interface Service {
