@@ -16,7 +16,6 @@
  * - **Size follows load.** A session opens only when a request finds none idle, and closes after
  *   `idleMs` idle (or at once, when another role waits for its slot).
  */
-import type { Logger } from '../shared/logger.js';
 import { buildTerminate } from '../protocol/index.js';
 import type { Admission, Tenant } from './admission.js';
 import { roleTarget, type Cluster } from './cluster.js';
