@@ -291,15 +291,15 @@ describe('the web console', () => {
   });
 
   it('the account page shows what the user uses against their limits', async () => {
-    const carol = await signUp('carol');
-    await svc.control.createRepo({ owner: carol.name, repo: 'big' });
-    const key = (await svc.control.createKey(carol.name)).key;
-    const c = new pg.Client(svc.pgOptions(carol.name, key));
+    const dora = await signUp('dora');
+    await svc.control.createRepo({ owner: dora.name, repo: 'big' });
+    const key = (await svc.control.createKey(dora.name)).key;
+    const c = new pg.Client(svc.pgOptions(dora.name, key));
     await c.connect();
     try {
-      await c.query(`CREATE TABLE "${carol.name}/big".t AS SELECT g AS id, repeat('x', 200) AS pad FROM generate_series(1, 4000) g`);
-      await svc.control.setLimits(carol.name, { storageBytes: 2 * 1024 * 1024, connections: 50, active: 4, timeBudgetMs: 20_000 });
-      const { page } = carol;
+      await c.query(`CREATE TABLE "${dora.name}/big".t AS SELECT g AS id, repeat('x', 200) AS pad FROM generate_series(1, 4000) g`);
+      await svc.control.setLimits(dora.name, { storageBytes: 2 * 1024 * 1024, connections: 50, active: 4, timeBudgetMs: 20_000 });
+      const { page } = dora;
       await page.getByRole('link', { name: 'Account' }).click();
       await page.waitForURL((u) => u.pathname === '/account');
       await expect.poll(() => page.getByRole('heading', { name: 'Your account' }).count()).toBe(1);

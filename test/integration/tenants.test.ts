@@ -102,6 +102,20 @@ describe('limits per user', () => {
     // Another user runs meanwhile.
     const other = await svc.user('active_other');
     expect((await rest(other.key, 'SELECT 2 AS n')).status).toBe(200);
+    // The user sees the limit, the transaction open and the time waited; the operator the queue's totals.
+    await svc.control.usage.flush();
+    const usage = (await (await fetch(`${svc.httpUrl}/api/v1beta/usage/`, { headers: { authorization: `Bearer ${u.key}` } })).json()) as {
+      limits: { active: number };
+      now: { active_transactions: number; queued_ms: number };
+      usage: { queued_ms: number }[];
+    };
+    expect(usage.limits.active).toBe(1);
+    expect(usage.now.active_transactions).toBe(1);
+    expect(usage.now.queued_ms).toBeGreaterThanOrEqual(2_500); // two waits of 1.5 s
+    expect(usage.usage.reduce((sum, h) => sum + h.queued_ms, 0)).toBe(usage.now.queued_ms);
+    const metrics = await (await fetch(svc.metricsUrl)).text();
+    expect(Number(/^repobase_admission_wait_seconds_count (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(metrics).toMatch(/^repobase_admission_transactions\{state="running"\} [1-9]/m);
     await cancelAll(u.name, [running]);
   });
 
