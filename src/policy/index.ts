@@ -9,11 +9,18 @@ import type { Analysis } from './facts.js';
 import { loadParsers } from './parse.js';
 import { createParsePool } from './pool.js';
 import { misreadRefusal } from './settings.js';
-import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
+import { overQuota } from './resolve.js';
+import type { PgError } from '../shared/errors.js';
+import type { Decision, Policy, PolicyOptions, Rights, Session, StorageUse } from './types.js';
 
 export { clientChannel, SENDERS_PREFIX } from './channels.js';
 export { BACKEND_PID_SETTING, SIGNAL_SQLSTATE } from './backend-pid.js';
 export { errorInOriginal } from './splices.js';
+
+/** The 53100 of what would add to the data of `owner`'s repo `schema` while they keep more than their storage quota. */
+export function quotaError(schema: string, owner: string, use: StorageUse): PgError {
+  return toError(overQuota(schema, owner, use));
+}
 export type { Decision, HandledAction, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect, StorageUse } from './types.js';
 
 /**

@@ -59,7 +59,7 @@ export function noAccess(schema: string, owner: string): Refusal {
 const SHRINKS = /^(DELETE|TRUNCATE|DROP\b|VACUUM)/;
 
 /** A statement that would add to the data of `owner`, who keeps more than their storage quota. */
-function overQuota(schema: string, owner: string, full: StorageUse): Refusal {
+export function overQuota(schema: string, owner: string, full: StorageUse): Refusal {
   return {
     code: SqlState.DiskFull,
     message: `storage quota exceeded: ${owner} keeps ${formatSize(full.used)} in their repos, and ${formatSize(full.allowed)} is allowed (repo "${schema}")`,

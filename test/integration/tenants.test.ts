@@ -151,7 +151,7 @@ describe('limits per user', () => {
     expect((await e.query('SELECT 3 AS n')).rows).toEqual([{ n: 3 }]);
   });
 
-  it('storage quota: past it INSERT, UPDATE, COPY and CREATE fail with 53100 on both front ends; SELECT, DELETE and DROP go on', async () => {
+  it('storage quota: past it INSERT, UPDATE, COPY, CREATE and uploads fail with 53100 on both front ends; SELECT, DELETE and DROP go on', async () => {
     const u = await svc.user('hoard');
     const t = `"${u.name}/data".t`;
     await svc.control.createRepo({ owner: u.name, repo: 'data' });
@@ -166,6 +166,11 @@ describe('limits per user', () => {
     expect(await codeOf(c.query(`CREATE TABLE "${u.name}/data".more (id int)`))).toBe('53100');
     expect(await codeOf(c.query(`COPY ${t} FROM STDIN`))).toBe('53100');
     expect(await rest(u.key, `INSERT INTO ${t} VALUES (0, 'y')`)).toMatchObject({ status: 507, code: '53100' });
+    const form = new FormData();
+    form.set('file', new Blob(['a,b\n1,2\n']), 'more.csv');
+    const upload = await fetch(`${svc.httpUrl}/api/v1beta/import/?repo=${encodeURIComponent(`${u.name}/data`)}`, { method: 'POST', headers: { authorization: `Bearer ${u.key}` }, body: form });
+    expect(upload.status).toBe(507);
+    expect(((await upload.json()) as { error: { code: string } }).error.code).toBe('53100');
     expect((await c.query(`SELECT count(*)::int AS n FROM ${t}`)).rows).toEqual([{ n: 1000 }]);
     expect((await rest(u.key, `SELECT count(*) FROM ${t}`)).status).toBe(200);
     expect((await c.query(`DELETE FROM ${t} WHERE id > 10`)).rowCount).toBe(990);

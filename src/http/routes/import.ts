@@ -12,6 +12,7 @@ import multipart, { type MultipartFile, type Multipart } from '@fastify/multipar
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type, { type Static } from 'typebox';
 import type { ControlPlane } from '../../control/control-plane.js';
+import { quotaError } from '../../policy/index.js';
 import { createImportJob, finishImportJob, getImportJob, updateImportJob, type ImportJob } from '../../control/imports.js';
 import { exampleOfColumn, importUpload, invalidCounts, lineOf, previewUpload, type ImportOutcome, type InferredColumn, type Preview, type Progress } from '../../ingest/index.js';
 import { uploadOptions, type UploadOptions } from '../../ingest/options.js';
@@ -144,9 +145,16 @@ function queryFields(query: unknown): Record<string, string[]> {
 /** The caller must own the repo (append: or write to it); someone else's private repo is "not found". */
 async function authorize(control: ControlPlane, user: string, opts: UploadOptions): Promise<string> {
   if (!opts.repo) throw new PgError(SqlState.InvalidParameterValue, 'no repo: send repo=<user>/<repo>');
-  const access = (await control.rights(user)).repos.get(opts.repo);
+  const rights = await control.rights(user);
+  const access = rights.repos.get(opts.repo);
   if (!access) throw new PgError(SqlState.InvalidSchemaName, `repo "${opts.repo}" does not exist`);
-  if (access === 'own' || (access === 'write' && opts.mode === 'append')) return opts.repo;
+  if (access === 'own' || (access === 'write' && opts.mode === 'append')) {
+    // An upload adds data: not into the repos of an owner over their storage quota.
+    const owner = opts.repo.slice(0, opts.repo.indexOf('/'));
+    const full = rights.full?.get(owner);
+    if (full !== undefined) throw quotaError(opts.repo, owner, full);
+    return opts.repo;
+  }
   throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${opts.repo}"`, {
     hint: access === 'write' ? 'collaborators with write access may only append (mode=append)' : 'only the owner creates tables in a repo',
   });
