@@ -15,10 +15,10 @@
  * cannot be closed for anyone). Slots given back go to such a user first.
  */
 export interface IdleCloser {
-  /** When its longest-idle backend went idle, or undefined if it has none. */
-  oldestIdle(): number | undefined;
-  /** Closes its longest-idle backend (its slot comes back through `give`). */
-  closeOldestIdle(): void;
+  /** When its longest-idle backend (of the users `of` accepts) went idle, or undefined if it has none. */
+  oldestIdle(of?: (user: string) => boolean): number | undefined;
+  /** Closes its longest-idle backend (of the users `of` accepts; its slot comes back through `give`). */
+  closeOldestIdle(of?: (user: string) => boolean): void;
 }
 
 interface Waiter {
@@ -121,15 +121,26 @@ export class BackendBudget {
   }
 
   /**
-   * Closes the longest-idle backend among the pools, if any is idle (since before `idleBefore`,
-   * a Date.now() value, when given: one idle only between two transactions is not worth closing).
+   * Closes an idle backend among the pools for a waiter: the longest-idle one of a user holding
+   * more than their share of the budget, however briefly idle; else the longest-idle one of
+   * anybody, if it is idle since before `idleBefore` (a Date.now() value, when given: one idle only
+   * between two transactions is not worth closing).
    */
   reclaim(idleBefore = Infinity): void {
+    const share = Math.max(1, Math.floor(this.max / Math.max(1, this.byUser.size)));
+    const aboveShare = (user: string) => this.heldBy(user) > share;
+    if (this.closeOldest(aboveShare, Infinity)) return;
+    this.closeOldest(undefined, idleBefore);
+  }
+
+  private closeOldest(of: ((user: string) => boolean) | undefined, idleBefore: number): boolean {
     let oldest: { pool: IdleCloser; since: number } | undefined;
     for (const pool of this.pools) {
-      const since = pool.oldestIdle();
+      const since = pool.oldestIdle(of);
       if (since !== undefined && (oldest === undefined || since < oldest.since)) oldest = { pool, since };
     }
-    if (oldest !== undefined && oldest.since < idleBefore) oldest.pool.closeOldestIdle();
+    if (oldest === undefined || oldest.since >= idleBefore) return false;
+    oldest.pool.closeOldestIdle(of);
+    return true;
   }
 }

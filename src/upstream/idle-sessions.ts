@@ -83,20 +83,20 @@ export class IdleSessions {
     return n;
   }
 
-  /** The longest-idle session (of keys starting with `prefix`, when given), and its key. */
-  oldest(prefix?: string): { key: string; idle: Idle } | undefined {
+  /** The longest-idle session (of keys starting with `prefix`, or that `of` accepts, when given), and its key. */
+  oldest(prefix?: string, of?: (key: string) => boolean): { key: string; idle: Idle } | undefined {
     let oldest: { key: string; idle: Idle } | undefined;
     for (const [key, list] of this.lists) {
-      if (prefix !== undefined && !key.startsWith(prefix)) continue;
+      if ((prefix !== undefined && !key.startsWith(prefix)) || (of !== undefined && !of(key))) continue;
       const first = list[0];
       if (first !== undefined && (oldest === undefined || first.since < oldest.idle.since)) oldest = { key, idle: first };
     }
     return oldest;
   }
 
-  /** Removes the longest-idle session (of keys starting with `prefix`), calls its `revoke`, and returns it with its key. */
-  takeOldest(prefix?: string): { key: string; idle: Idle } | undefined {
-    const oldest = this.oldest(prefix);
+  /** Removes the longest-idle session (of keys starting with `prefix`, or that `of` accepts), calls its `revoke`, and returns it with its key. */
+  takeOldest(prefix?: string, of?: (key: string) => boolean): { key: string; idle: Idle } | undefined {
+    const oldest = this.oldest(prefix, of);
     if (oldest === undefined) return undefined;
     const list = this.lists.get(oldest.key)!;
     list.shift();

@@ -63,7 +63,7 @@ export class SessionPool implements LineHost {
     this.budget = opts.budget ?? new BackendBudget(Number.MAX_SAFE_INTEGER);
     this.admission = opts.admission;
     this.lines = new PoolLines(this);
-    this.unregister = this.budget.register({ oldestIdle: () => this.idle.oldest()?.idle.since, closeOldestIdle: () => this.closeOldestIdle() });
+    this.unregister = this.budget.register({ oldestIdle: (of) => this.idle.oldest(undefined, this.keysOf(of))?.idle.since, closeOldestIdle: (of) => this.closeOldestIdle(of) });
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(opts.idleMs, 10_000)));
     this.sweeper.unref();
     if (opts.metricsName) this.unwatch = watchPool(opts.metricsName, () => this.states());
@@ -264,9 +264,14 @@ export class SessionPool implements LineHost {
     return true;
   }
 
-  private closeOldestIdle(): void {
-    const oldest = this.idle.takeOldest();
+  private closeOldestIdle(of?: (user: string) => boolean): void {
+    const oldest = this.idle.takeOldest(undefined, this.keysOf(of));
     if (oldest !== undefined) this.destroy(roleOf(oldest.key), oldest.idle.session);
+  }
+
+  /** The keys of the users `of` accepts. */
+  private keysOf(of: ((user: string) => boolean) | undefined): ((key: string) => boolean) | undefined {
+    return of === undefined ? undefined : (key) => of(this.userOf(roleOf(key)));
   }
 
   /**

@@ -3,11 +3,11 @@
 import { describe, expect, it } from 'vitest';
 import { BackendBudget } from '../../../src/upstream/budget.js';
 
-/** A pool with idle backends that went idle at the given times; closing one gives its slot back. */
+/** A pool with idle backends (of a user who holds no slot) that went idle at the given times; closing one gives its slot back. */
 function pool(budget: BackendBudget, idleSince: number[]) {
   const closed: number[] = [];
   budget.register({
-    oldestIdle: () => (idleSince.length === 0 ? undefined : Math.min(...idleSince)),
+    oldestIdle: (of) => (idleSince.length === 0 || (of !== undefined && !of('anybody')) ? undefined : Math.min(...idleSince)),
     closeOldestIdle: () => {
       const oldest = Math.min(...idleSince);
       idleSince.splice(idleSince.indexOf(oldest), 1);
@@ -82,5 +82,29 @@ describe('reserved share of the budget', () => {
     budget.wait(() => got.push('other'), 'other');
     budget.give('noisy');
     expect(got).toEqual(['other']);
+  });
+});
+
+describe('backends taken back', () => {
+  it("closes an idle backend of a user above their share for a waiter first, however briefly idle", () => {
+    const budget = new BackendBudget(4);
+    const idle: { user: string; since: number }[] = [];
+    const closed: string[] = [];
+    budget.register({
+      oldestIdle: (of) => idle.filter((i) => !of || of(i.user)).reduce<number | undefined>((m, i) => (m === undefined || i.since < m ? i.since : m), undefined),
+      closeOldestIdle: (of) => {
+        const candidates = idle.filter((i) => !of || of(i.user)).sort((a, b) => a.since - b.since);
+        const victim = candidates[0]!;
+        idle.splice(idle.indexOf(victim), 1);
+        closed.push(victim.user);
+        budget.give(victim.user);
+      },
+    });
+    budget.take('light');
+    idle.push({ user: 'light', since: 1 }); // idle longest
+    for (let i = 0; i < 3; i++) budget.take('heavy');
+    idle.push({ user: 'heavy', since: Date.now() }); // just idle
+    budget.wait(() => undefined, 'new');
+    expect(closed).toEqual(['heavy']); // 3 of 4 is above a share of 2
   });
 });
