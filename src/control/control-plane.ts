@@ -65,10 +65,9 @@ import { LastUsedRecorder } from './last-used.js';
 import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
 import { storageOf, type Storage } from './storage.js';
 import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
-import { LimitsBook, loadOverrides, setOverrides } from './limits.js';
-import { StorageQuota } from './quota.js';
 import { NO_LIMITS, type LimitOverrides, type UserLimits } from '../shared/limits.js';
 import type { StorageUse } from '../policy/index.js';
+import { Tenancy } from './tenancy.js';
 
 export type { SchemaChange };
 export type { Principal, KeyInfo, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
@@ -115,10 +114,8 @@ export class ControlPlane {
   readonly audit: AuditLog;
   /** Where front ends count per-user usage (buffered; see usage.ts). */
   readonly usage: UsageRecorder;
-  /** Every user's limits, kept current on every serving process (see limits.ts). */
-  readonly limits: LimitsBook;
-  /** Serving processes: who is over their storage quota. */
-  private quota: StorageQuota | undefined;
+  /** Every user's limits and, serving, who is over their storage quota (see tenancy.ts). */
+  readonly tenancy: Tenancy;
   private ready = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -131,7 +128,7 @@ export class ControlPlane {
     this.lastUsed = new LastUsedRecorder(cluster.admin, log);
     this.audit = new AuditLog(cluster.admin, log);
     this.usage = new UsageRecorder(cluster.admin, log);
-    this.limits = new LimitsBook(opts.defaultLimits ?? NO_LIMITS);
+    this.tenancy = new Tenancy(cluster.admin, opts.defaultLimits ?? NO_LIMITS, log);
   }
 
   /** Migrates the control schema, re-keys role passwords if the secret changed, starts listening. */
@@ -200,13 +197,8 @@ export class ControlPlane {
       }
       this.audit.startRetention(opts.auditRetentionDays ?? 0);
     }
-    this.limits.replace(await loadOverrides(this.cluster.admin));
-    if (opts.listen && !this.closed && this.quota === undefined) {
-      // A user crossing their quota either way: decisions cached with the old snapshots must go.
-      this.quota = new StorageQuota(this.cluster.admin, this.limits, opts.storageRefreshMs ?? 30_000, this.log, () => this.rightsCache.clear());
-      this.limits.onChange((users) => void this.quota?.refresh(users));
-      await this.quota.refresh();
-    }
+    // A user crossing their storage quota either way: decisions cached with the old snapshots must go.
+    await this.tenancy.start(opts.listen && !this.closed, opts.storageRefreshMs ?? 30_000, () => this.rightsCache.clear());
   }
 
   /** Tries `prepare` again after a back-off delay, until it succeeds or the plane is closed. */
@@ -275,14 +267,14 @@ export class ControlPlane {
         this.rightsCache.clear();
         break;
       case 'limits':
-        void this.reloadLimits();
+        void this.tenancy.reload();
         break;
       case 'user':
       case 'lost':
         this.keys.clear();
         this.scram.clear();
         this.rightsCache.clear();
-        if (e.kind === 'lost') void this.reloadLimits();
+        if (e.kind === 'lost') void this.tenancy.reload();
         break;
     }
   }
@@ -477,7 +469,7 @@ export class ControlPlane {
     const cached = this.rightsCache.get(user);
     if (cached) return cached;
     const generation = this.rightsCache.generation;
-    const rights: Rights = { user, repos: await reachableRepos(this.db, user), ...(this.quota && { full: this.quota.over }) };
+    const rights: Rights = { user, repos: await reachableRepos(this.db, user), ...(this.tenancy.full && { full: this.tenancy.full }) };
     this.rightsCache.set(user, rights, generation);
     return rights;
   }
@@ -512,41 +504,28 @@ export class ControlPlane {
     return listUsage(this.admin, filter);
   }
 
-  /** `user`'s transactions open upstream now (running, or idle inside one), every instance's. */
-  async openTransactions(user: string): Promise<number> {
-    const res = await this.admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_catalog.pg_stat_activity WHERE usename = $1 AND backend_type = 'client backend' AND state <> 'idle'", [user]);
-    return res.rows[0]?.n ?? 0;
-  }
-
   /** What `user` keeps stored now: their repos' bytes and their large objects. */
   storage(user: string): Promise<Storage> {
     return storageOf(this.admin, user);
   }
 
-  // ── limits ────────────────────────────────────────────────────────────────────────────
+  /** Every user's limits, kept current (see limits.ts). */
+  get limits(): Tenancy['limits'] {
+    return this.tenancy.limits;
+  }
 
   /**
    * Sets some of `user`'s limits (a number sets it, null goes back to the default, a limit not
    * named stays); every serving process of every instance takes them within a moment.
    */
-  async setLimits(user: string, change: LimitOverrides): Promise<void> {
-    await inTransaction(this.db, (db) => setOverrides(db, user, change));
-    await this.reloadLimits();
-  }
-
-  /** Reads every user's overrides again (a change announced, or the listener reconnected). */
-  private async reloadLimits(): Promise<void> {
-    try {
-      this.limits.replace(await loadOverrides(this.cluster.admin));
-    } catch (err: unknown) {
-      this.log.warn({ err }, 'reading user limits failed; the ones read last hold');
-    }
+  setLimits(user: string, change: LimitOverrides): Promise<void> {
+    return this.tenancy.set(this.db, user, change);
   }
 
   /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */
   async close(): Promise<void> {
     this.closed = true;
-    this.quota?.close();
+    this.tenancy.close();
     clearTimeout(this.retryTimer);
     this.stopPlacements?.();
     await this.listener?.close();

@@ -39,7 +39,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<UsageDeps> = async (app, { c
       const since = req.query.since === undefined ? undefined : parseSince(req.query.since);
       const { user } = principalOf(req);
       const queuedSince = new Date(Math.floor(Date.now() / HOUR_MS) * HOUR_MS - HOUR_MS);
-      const [rows, storage, recent, active] = await Promise.all([control.usageRows({ user, since }), control.storage(user), control.usageRows({ user, since: queuedSince }), control.openTransactions(user)]);
+      const [rows, storage, recent, active] = await Promise.all([control.usageRows({ user, since }), control.storage(user), control.usageRows({ user, since: queuedSince }), control.tenancy.openTransactions(user)]);
       const limits = control.limits.of(user);
       return {
         storage: { repo_bytes: storage.repoBytes, large_objects: storage.largeObjects, large_object_bytes: storage.largeObjectBytes },
