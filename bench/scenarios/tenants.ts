@@ -56,7 +56,9 @@ async function startService(bin: string, log: (s: string) => void): Promise<Serv
   };
   delete env.REPOBASE_UPSTREAM_URL;
   log(`starting repobase (${bin}) on an embedded Postgres`);
-  const service = start('repobase', process.execPath, [bin, 'serve'], env);
+  // Each in a session of its own, as on machines of their own: the service's scheduling group is
+  // not the load generators'.
+  const service = start('repobase', process.execPath, [bin, 'serve'], env, { detached: true });
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   try {
     await waitFor('repobase', async () => service.output().includes('repobase is running') && (await fetch(`${httpUrl}/healthz`)).ok, 120_000);
@@ -87,7 +89,7 @@ async function tenant(svc: Service, name: string, accounts = 0): Promise<{ user:
 async function load(svc: Service, config: Omit<TenantLoadConfig, 'host' | 'wirePort' | 'httpUrl' | 'database' | 'resultFile'>, onReady?: () => void): Promise<TenantLoadResult> {
   const resultFile = join(svc.dir, `load-${randomBytes(4).toString('hex')}.json`);
   const full: TenantLoadConfig = { ...config, host: '127.0.0.1', wirePort: svc.wirePort, httpUrl: svc.httpUrl, database: 'repobase', resultFile };
-  const proc = start('tenant-load', process.execPath, [LOAD], { ...process.env, TENANT_LOAD_CONFIG: JSON.stringify(full) });
+  const proc = start('tenant-load', process.execPath, [LOAD], { ...process.env, TENANT_LOAD_CONFIG: JSON.stringify(full) }, { detached: true });
   try {
     await waitFor('the load clients', async () => proc.output().includes('ready') || proc.child.exitCode !== null, 600_000);
     onReady?.();

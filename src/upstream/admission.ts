@@ -7,8 +7,8 @@
  * A transaction takes a slot when it gets a backend (a wire client for its transaction, or for its
  * session in session mode; a REST statement) and gives it back with the backend: one running is
  * never interrupted, and an open `BEGIN` keeps its slot. Past `max`, transactions wait in a queue
- * per user, first come first served within a user; a slot that comes back goes to the waiting
- * user who runs the fewest for their weight (deficit-free round robin over users: a user with
+ * per user, in the order their waits end within a user (first come first served among equal
+ * waits); a slot that comes back goes to the waiting user who runs the fewest for their weight (deficit-free round robin over users: a user with
  * 300 busy clients and a user with one get the same share). Two things come before the queue:
  *
  * - **Reserved share.** A user below their fair share (`max` divided among the users running or
@@ -171,7 +171,7 @@ export class Admission {
     return new Promise((resolve, reject) => {
       const now = performance.now();
       const was = t.competing;
-      t.queue.push({ started: now, deadline: now + ms, ms, resolve, reject });
+      enqueue(t.queue, { started: now, deadline: now + ms, ms, resolve, reject });
       this.compete(t, was);
       this.queued.add(t);
       this.waiting++;
@@ -402,6 +402,26 @@ export class Admission {
       }
     }
   }
+}
+
+/**
+ * Puts `w` in its user's line: the one whose wait ends first goes first (a REST statement, which
+ * waits less, before wire transactions that came a little earlier); first come, first served
+ * among equal waits — the common case, a push.
+ */
+function enqueue(queue: Waiter[], w: Waiter): void {
+  if (queue.length === 0 || queue[queue.length - 1]!.deadline <= w.deadline) {
+    queue.push(w);
+    return;
+  }
+  let lo = 0;
+  let hi = queue.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (queue[mid]!.deadline <= w.deadline) lo = mid + 1;
+    else hi = mid;
+  }
+  queue.splice(lo, 0, w);
 }
 
 /**

@@ -88,6 +88,19 @@ describe('admission', () => {
     expect(order).toEqual(['b', 'a', 'b', 'a', 'b', 'a']);
   });
 
+  it("lets a user's transaction whose wait ends first in first (a REST statement before a wire transaction of longer patience)", async () => {
+    const { a, run } = admission({ max: 1 });
+    const first = run('u')!;
+    const order: string[] = [];
+    const wire = a.wait('u', 30_000).then(() => order.push('wire'));
+    const restish = a.wait('u', 10_000).then(() => order.push('rest'));
+    a.leave(first);
+    await restish;
+    expect(order).toEqual(['rest']);
+    a.close();
+    await wire.catch(() => undefined);
+  });
+
   it('lets a user with nothing running in at once past max, within the reserve; the busy user waits', () => {
     const { a, run } = admission({ max: 2, reserve: 2 });
     expect(run('noisy')).toBeDefined();
