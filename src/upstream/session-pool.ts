@@ -29,7 +29,6 @@ import { ignore, openUpstreamSession, type UpstreamSession } from './session.js'
 import { discardAll } from './session-reset.js';
 import { SilenceWatch } from './silence-watch.js';
 import type { SessionPoolOptions } from './session-pool-options.js';
-
 export type { SessionPoolOptions };
 
 /** How a session comes back: reusable as it is, reusable after DISCARD ALL, or to be closed. */
@@ -130,7 +129,7 @@ export class SessionPool implements LineHost {
     return session;
   }
 
-  /** The user whose turn and share of the budget the role's sessions are. */
+  /** The user whose turn and share of the budget the role's sessions are (a scoped key's role: its user). */
   userOf(role: string): string {
     return this.opts.userOf === undefined ? role : this.opts.userOf(role);
   }

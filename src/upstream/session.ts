@@ -25,7 +25,7 @@ import {
   decodeReadyForQuery,
   type TransactionStatus,
 } from '../protocol/index.js';
-import { newHold, type Hold } from './admission.js';
+import { newHold, type Hold } from './tenant.js';
 import { cancelUpstream } from './cancel-upstream.js';
 
 /** How long a session left with work in flight may take to come back to idle (see `settle`) before it is closed instead. */
