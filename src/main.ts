@@ -70,7 +70,7 @@ async function restFinished(inFlight: () => number, control: ControlPlane, until
 export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
   // An external upstream may be down while the service starts: it then starts anyway (see ControlPlane.openWhenReachable).
   collectProcessMetrics();
-  const cluster = await openCluster(config, log, { check: !config.upstreamUrl });
+  const cluster = await openCluster(config, log, { check: !config.upstreamUrl, serving: true });
   const cleanup: (() => Promise<void>)[] = [() => cluster.close()];
   const stop = async () => {
     for (const step of cleanup.reverse().splice(0)) await step();

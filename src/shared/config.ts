@@ -53,7 +53,7 @@ export const ConfigSchema = Type.Object({
   upstreamNice: Type.Integer({
     minimum: 0,
     maximum: 19,
-    description: "the embedded Postgres' backends run at this nice value (Linux), so that the service keeps its share of the CPU under a busy Postgres; 0 = as the service. An external cluster is left as it is",
+    description: "steps of CPU weight the service takes over the embedded Postgres' backends (Linux), so that it keeps its share of the CPU under a busy Postgres: it runs at nice -N where it may (root or CAP_SYS_NICE), else the backends at +N; 0 = both as they are. An external cluster is left as it is",
   }),
   userMaxConnections: Type.Integer({ minimum: 0, description: 'wire connections one user may have open at once (worker processes share it evenly); past it 53300; 0 = no limit per user; an admin sets another per user' }),
   userActiveMax: Type.Integer({

@@ -82,6 +82,8 @@ export interface OpenClusterOptions {
    * the service starts is opened unchecked: the control plane checks it when it connects.
    */
   check?: boolean;
+  /** A serving process: takes its share of the CPU beside an embedded cluster (cpu-weight.ts). Default: no. */
+  serving?: boolean;
 }
 
 /** Opens the upstream described by `config`, starting the embedded cluster when no URL is set. */
@@ -112,7 +114,7 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
   const host = url.hostname;
   const port = Number(url.port || 5432);
   // The embedded cluster, started here or by the primary of the workers (which reach it by URL).
-  const own = embedded !== undefined || (host === '127.0.0.1' && port === config.embeddedPgPort);
+  const own = opts.serving === true && (embedded !== undefined || (host === '127.0.0.1' && port === config.embeddedPgPort));
   const postmaster = own ? await runningPostmaster(pgDirOf(dataDir)) : undefined;
   const weight = postmaster === undefined ? undefined : await lowerPostgresWeight(postmaster, config.upstreamNice, log);
   const database = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
