@@ -4,7 +4,8 @@
  * timeout (57014, also when a wire client SETs its own off), the idle-in-transaction timeout
  * (25P03, likewise), the storage quota (53100 on what adds data; reading and deleting go on).
  * Limits set on one instance, or by the admin CLI, hold on another instance within a moment;
- * and a user with nothing running gets in at once while another user takes every slot.
+ * a user with nothing running gets in at once while another user takes every slot, and one who
+ * comes back finds a backend though another keeps the rest idle in open transactions.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +194,35 @@ describe('limits per user', () => {
     const still = await svc.control.admin.query("SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND state = 'active'", [noisy.name]);
     expect(still.rowCount).toBe(2); // quiet was served while noisy's ran
     await cancelAll(noisy.name, running);
+  });
+});
+
+describe('backends held idle in open transactions', () => {
+  it("cannot be all of the service's: a user who comes back gets one at once, with no 53300", async () => {
+    const small = await startTestService({ upstreamMaxSessions: 10, pgPoolTimeoutMs: 1_500 }); // the last one kept for users below their share
+    const parked: pg.Client[] = [];
+    try {
+      const noisy = await small.user('parker');
+      const quiet = await small.user('returner');
+      // noisy opens transactions and leaves them idle: each keeps its backend.
+      const outcomes = await Promise.all(
+        Array.from({ length: 11 }, async () => {
+          const c = await wireClient(small, noisy);
+          parked.push(c);
+          return codeOf(c.query('BEGIN').then(() => c.query('SELECT 1')));
+        }),
+      );
+      expect(outcomes.filter((o) => o === undefined).length).toBe(9); // the reserve is not noisy's
+      expect(outcomes.filter((o) => o === '53300').length).toBe(2);
+      const held = await small.control.admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND state LIKE 'idle in transaction%'", [noisy.name]);
+      expect(held.rows[0].n).toBe(9);
+      const q = await wireClient(small, quiet);
+      parked.push(q);
+      expect((await q.query('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+    } finally {
+      for (const c of parked) await c.end().catch(() => undefined);
+      await small.stop();
+    }
   });
 });
 
