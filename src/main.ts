@@ -30,6 +30,8 @@ export interface Service {
   /** Where `GET /metrics` answers: on the HTTP port, or on `metricsPort` when set. */
   readonly metricsUrl: string;
   readonly control: ControlPlane;
+  /** A user's wire connections open on this process. */
+  connectionsOf(user: string): number;
   /**
    * Takes no new work and lets what runs finish, for up to `drainTimeoutMs`: the wire front end
    * stops listening and ends its clients as their transactions end (see `WireServer.drain`);
@@ -56,6 +58,8 @@ export interface ServiceOptions {
   queryCancelPeers?: QueryCancelPeers;
   /** What `GET /metrics` answers; default: this process's metrics (a worker's: the sum over all workers). */
   metrics?: MetricsSource;
+  /** A user's wire connections on every worker (through the primary), for `GET /usage/`; default: this process's. */
+  connectionsEverywhere?: (user: string) => Promise<number>;
 }
 
 /**
@@ -124,7 +128,7 @@ export async function startService(config: Config, log: Logger, options: Service
     });
     cleanup.push(async () => unfollow());
     let draining = false;
-    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, connectionsOf: wire.connectionsOf, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, wirePort: wire.port, connectionsOf: options.connectionsEverywhere ?? wire.connectionsOf, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
     // Requests in flight, for the drain: a count and one listener function shared by all. A Set
     // of the responses (a long-lived table pointing at every request's objects) made each
     // request's objects outlive the young generation: 1–2 KB more promoted per REST request,
@@ -155,7 +159,7 @@ export async function startService(config: Config, log: Logger, options: Service
       const until = Date.now() + config.drainTimeoutMs;
       await Promise.all([wire.drain(config.drainTimeoutMs), restFinished(() => inFlight, control, until)]);
     };
-    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, metricsUrl, control, drain, stop };
+    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, metricsUrl, control, connectionsOf: wire.connectionsOf, drain, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

@@ -44,8 +44,8 @@ export interface ApiDeps extends Omit<QueryDeps, 'maxRows' | 'running'> {
   >;
   /** The port the wire front end listens on, for `GET /connection`. */
   wirePort: number;
-  /** A user's wire connections open on this process, for `GET /usage/`. */
-  connectionsOf?: ((user: string) => number) | undefined;
+  /** A user's wire connections, for `GET /usage/`: on every worker when there are several. */
+  connectionsOf?: ((user: string) => number | Promise<number>) | undefined;
 }
 
 /** SQLSTATE of the rate limit: Postgres' "configuration limit exceeded", answered as 429. */

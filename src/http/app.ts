@@ -43,8 +43,8 @@ export interface AppDeps {
   wirePort?: number;
   /** The built web console; default: `dist/web` of the package. */
   consoleDir?: string;
-  /** A user's wire connections open on this process (`GET /usage/`). */
-  connectionsOf?: (user: string) => number;
+  /** A user's wire connections (`GET /usage/`): on every worker when there are several. */
+  connectionsOf?: (user: string) => number | Promise<number>;
   /** The other worker processes, for REST query cancels that reach another worker than the query. */
   queryCancelPeers?: QueryCancelPeers | undefined;
   /**

@@ -228,7 +228,7 @@ export const Limits = Type.Object(
 
 export const UsageNow = Type.Object(
   {
-    wire_connections: Count('your wire connections open now on the server process that answered (with several processes, each counts its own)'),
+    wire_connections: Count('your wire connections open now on this instance (all its worker processes)'),
     active_transactions: Count('your transactions open upstream now (running, or idle inside a transaction), on every instance'),
     queued_ms: Count('milliseconds your transactions waited for their turn since `queued_since`'),
     queued_since: Type.String({ format: 'date-time', description: 'the start of the hour before the current one' }),

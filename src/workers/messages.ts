@@ -20,15 +20,21 @@ export type QueryCancelAnswer = { kind: 'query-cancel-result'; ref: number; foun
 export type MetricsAsk = { kind: 'metrics'; ref: number };
 export type MetricsAnswer = { kind: 'metrics-result'; ref: number; text?: string; error?: string };
 
+/** A user's wire connections on every worker (connection-counts.ts). */
+export type ConnectionsAsk = { kind: 'connections'; ref: number; user: string };
+export type ConnectionsAnswer = { kind: 'connections-result'; ref: number; count: number };
+
 export type WorkerMessage =
   | { kind: 'ready'; httpUrl: string; pgPort: number }
+  | ConnectionsAsk
+  | ConnectionsAnswer
   | MetricsAsk
   | { kind: 'failed'; error: PlainError }
   | QueryCancelAsk
   | QueryCancelAnswer;
 
 /** `stop`: drain (config `drainTimeoutMs`), then stop; a worker whose primary is gone stops at once. */
-export type PrimaryMessage = { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer | MetricsAnswer;
+export type PrimaryMessage = { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer | MetricsAnswer | ConnectionsAsk | ConnectionsAnswer;
 
 export function isMessage<T extends { kind: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { kind?: unknown }).kind === 'string';

@@ -176,6 +176,18 @@ describe('repobase serve with two workers', () => {
     await expect.poll(async () => (await restOnce('POST', '/query/', { body: { query_string: 'SELECT pg_sleep(0.5)' } })).statusCode, { timeout: 10_000, interval: 100 }).toBe(200);
   });
 
+  it("counts a user's wire connections on both workers in GET /usage/", async () => {
+    // Connections are handed to the workers in turn: three land on both.
+    const clients = [connect(), connect(), connect()];
+    for (const c of clients) await c.connect();
+    try {
+      const count = async () => (JSON.parse(await textOf(await restOnce('GET', '/usage/'))) as { now: { wire_connections: number } }).now.wire_connections;
+      expect([await count(), await count()]).toEqual([3, 3]); // asked of one worker, then of the other
+    } finally {
+      for (const c of clients) await c.end();
+    }
+  });
+
   it('sends schema events to the event streams on both workers', async () => {
     expect((await restOnce('POST', '/repos/', { body: { name: 'live' } })).statusCode).toBe(201);
     const streams = await Promise.all([restOnce('GET', '/events'), restOnce('GET', '/events')]);

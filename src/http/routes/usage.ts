@@ -18,8 +18,8 @@ export const UsageQuery = Type.Object({
 
 export interface UsageDeps {
   control: ControlPlane;
-  /** The user's wire connections open on this process. */
-  connectionsOf?(user: string): number;
+  /** The user's wire connections open on this service (every worker). */
+  connectionsOf?(user: string): number | Promise<number>;
 }
 
 /** Routes under `/usage/`. */
@@ -39,7 +39,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<UsageDeps> = async (app, { c
       const since = req.query.since === undefined ? undefined : parseSince(req.query.since);
       const { user } = principalOf(req);
       const queuedSince = new Date(Math.floor(Date.now() / HOUR_MS) * HOUR_MS - HOUR_MS);
-      const [rows, storage, recent, active] = await Promise.all([control.usageRows({ user, since }), control.storage(user), control.usageRows({ user, since: queuedSince }), control.tenancy.openTransactions(user)]);
+      const [rows, storage, recent, active, connections] = await Promise.all([control.usageRows({ user, since }), control.storage(user), control.usageRows({ user, since: queuedSince }), control.tenancy.openTransactions(user), connectionsOf?.(user) ?? 0]);
       const limits = control.limits.of(user);
       return {
         storage: { repo_bytes: storage.repoBytes, large_objects: storage.largeObjects, large_object_bytes: storage.largeObjectBytes },
@@ -52,7 +52,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<UsageDeps> = async (app, { c
           time_budget_ms: limits.timeBudgetMs,
         },
         now: {
-          wire_connections: connectionsOf?.(user) ?? 0,
+          wire_connections: connections,
           active_transactions: active,
           queued_ms: recent.reduce((sum, r) => sum + r.queuedMs, 0),
           queued_since: queuedSince.toISOString(),
