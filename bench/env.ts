@@ -90,8 +90,10 @@ export function serviceEnv(upstreamUrl: string, dataDir: string): NodeJS.Process
     REPOBASE_LOG_LEVEL: 'warn',
     REPOBASE_PG_SESSIONS_PER_USER: String(POOL_SIZE * 2),
     REPOBASE_UPSTREAM_POOL_MAX: String(POOL_SIZE),
-    // The REST scenarios measure throughput, not the per-key rate limit.
+    // The REST scenarios measure throughput, not the per-user rate limit; the connections
+    // scenario opens 10,000 as one user, past the default limit of connections per user.
     REPOBASE_RATE_LIMIT_MAX: '100000000',
+    REPOBASE_USER_MAX_CONNECTIONS: '0',
   };
 }
 

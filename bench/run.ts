@@ -23,6 +23,7 @@ import { runUpload, uploadLines, type UploadResult } from './scenarios/upload.js
 import { runWeb, type WebResult } from './scenarios/web.js';
 import { runCitus, type CitusResult } from './scenarios/citus.js';
 import { clientsGoals, clientsLines, runClients, type ClientsResult } from './scenarios/clients.js';
+import { manyGoals, manyLines, runManyTenants, runTenants, tenantsGoals, tenantsLines, type ManyResult, type TenantsResult } from './scenarios/tenants.js';
 
 interface Targets {
   name: string;
@@ -233,6 +234,8 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     soak?: SoakResult | string;
     clients?: ClientsResult | string;
     clientsOwnCores?: ClientsResult | string;
+    tenants?: TenantsResult | string;
+    tenantsMany?: ManyResult | string;
   } = {};
   // Every proxy of the run, watched with no load before each scenario (lib/idle.ts).
   const proxies = new Map<string, number>();
@@ -294,6 +297,9 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
       refBuild && { bin: refBuild.bin, suffix: refBuild.suffix },
     ).catch((err: unknown) => `citus failed: ${(err as Error).message}`);
   }
+  // Services of their own on embedded clusters, as shipped, with nothing else running.
+  if (wanted('tenants')) results.tenants = await runTenants({ quick }, log, refBuild && { bin: refBuild.bin, suffix: refBuild.suffix }).catch((err: unknown) => `tenants failed: ${(err as Error).message}`);
+  if (wanted('tenants-many')) results.tenantsMany = await runManyTenants({ quick }, log).catch((err: unknown) => `tenants-many failed: ${(err as Error).message}`);
 
   const own = typeof results.wireOwnCores === 'object' ? results.wireOwnCores : undefined;
   const ab = refBuild
@@ -356,6 +362,8 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     // And with the proxies on cores of their own: what the proxy costs when it does not share the database's CPU.
     ...wireGoals.map(([label, scenario, min]) => goal(`own cores: wire ${label} vs PgBouncer`, min, vsBouncer(scenario, 'repobase', own?.results))),
     goal('own cores: REST one-row select vs bare fastify+pg', 0.8, restRatio('repobase', 'bare fastify+pg', restOwn?.targets)),
+    ...tenantsGoals(typeof results.tenants === 'object' ? results.tenants : undefined),
+    ...manyGoals(typeof results.tenantsMany === 'object' ? results.tenantsMany : undefined),
     ...(refBuild ? abGoals(ab, refBuild.ref) : []),
   ];
 
@@ -417,6 +425,10 @@ async function measureAll(refBuild: RefBuild | undefined): Promise<void> {
     '',
     ...(citus ? citusTable(citus) : [`Citus: ${String(results.citus ?? 'not run')}`]),
     ...(soak ? soakLines(soak) : [`Soak: ${String(results.soak ?? 'not run')}`]),
+    '',
+    ...(typeof results.tenants === 'object' ? tenantsLines(results.tenants) : [`Tenants: ${String(results.tenants ?? 'not run')}`]),
+    '',
+    ...(typeof results.tenantsMany === 'object' ? manyLines(results.tenantsMany) : [`Many tenants: ${String(results.tenantsMany ?? 'not run')}`]),
     '',
     ...(refBuild ? [...abLines(ab, refBuild), ''] : []),
     '| target | goal | measured | |',

@@ -9,11 +9,16 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from './shared/config.js';
 import { PgError, SqlState } from './shared/errors.js';
+import { defaultLimits, loginSettings, shareOf } from './shared/limits.js';
 import type { Logger } from './shared/logger.js';
 import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
 import { BackendBudget } from './upstream/budget.js';
+import { Admission, PARKED_BACKENDS_SQL } from './upstream/admission.js';
+import { processActiveMax, processBudget } from './upstream/sizing.js';
+import type { UpstreamSession } from './upstream/session.js';
+import { watchAdmission } from './observe/admission-metrics.js';
 import { createPolicy } from './policy/index.js';
 import type { QueryCancelPeers } from './http/running-queries.js';
 import { openCancelChannel } from './wire/cancel-channel.js';
@@ -21,6 +26,7 @@ import { startWireServer } from './wire/server.js';
 import { collectProcessMetrics } from './observe/metrics.js';
 import { trackQueued, warnWhenQueued } from './observe/queued.js';
 import { localMetricsSource, startMetricsServer, type MetricsSource } from './observe/metrics-server.js';
+import { tenantOf } from './upstream/roles.js';
 
 export interface Service {
   readonly httpUrl: string;
@@ -29,6 +35,8 @@ export interface Service {
   /** Where `GET /metrics` answers: on the HTTP port, or on `metricsPort` when set. */
   readonly metricsUrl: string;
   readonly control: ControlPlane;
+  /** A user's wire connections open on this process. */
+  connectionsOf(user: string): number;
   /**
    * Takes no new work and lets what runs finish, for up to `drainTimeoutMs`: the wire front end
    * stops listening and ends its clients as their transactions end (see `WireServer.drain`);
@@ -49,10 +57,14 @@ function listenError(err: unknown, what: string, host: string, port: number, env
 }
 
 export interface ServiceOptions {
+  /** The worker processes of the service (this one among them): each enforces its share of the service-wide limits. Default 1. */
+  workers?: number;
   /** Set when this process is one of several workers sharing the ports: where REST query cancels (`POST /query/<id>/cancel`) not for this process go. */
   queryCancelPeers?: QueryCancelPeers;
   /** What `GET /metrics` answers; default: this process's metrics (a worker's: the sum over all workers). */
   metrics?: MetricsSource;
+  /** A user's wire connections on every worker (through the primary), for `GET /usage/`; default: this process's. */
+  connectionsEverywhere?: (user: string) => Promise<number>;
 }
 
 /**
@@ -67,34 +79,63 @@ export async function startService(config: Config, log: Logger, options: Service
   // An external upstream may be down while the service starts: it then starts anyway (see ControlPlane.openWhenReachable).
   collectProcessMetrics();
   const unwarn = warnWhenQueued(log, config.queuedWarnBytes);
-  const cluster = await openCluster(config, log, { check: !config.upstreamUrl });
+  const cluster = await openCluster(config, log, { check: !config.upstreamUrl, serving: true });
   const cleanup: (() => Promise<void>)[] = [async () => unwarn(), () => cluster.close()];
   const stop = async () => {
     for (const step of cleanup.reverse().splice(0)) await step();
   };
   try {
-    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true, auditRetentionDays: config.auditRetentionDays });
+    const control = await (config.upstreamUrl ? ControlPlane.openWhenReachable : ControlPlane.open)(cluster, log, { listen: true, auditRetentionDays: config.auditRetentionDays, defaultLimits: defaultLimits(config), storageRefreshMs: config.storageRefreshMs });
     cleanup.push(() => control.close());
     const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
     cleanup.push(() => policy.close());
     // Wire CancelRequests for other processes (workers or instances) go through the cluster.
     const cancelPeers = await openCancelChannel(cluster.adminConfig, cluster.admin, log);
     cleanup.push(() => cancelPeers.close());
-    // One budget of backends for the wire front end and POST /query/ (uploads' pools are apart, see RolePools).
-    const budget = new BackendBudget(config.upstreamMaxSessions);
-    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers, budget }).catch((err: unknown) => {
+    // One budget of backends and one fair queue of transactions for the wire front end and
+    // POST /query/ (uploads' pools are apart, see RolePools).
+    const workers = options.workers ?? 1;
+    const limitsOf = (user: string) => shareOf(control.limits.of(user), workers);
+    // A scoped key's role (`alice#3fde…`) logs in with its user's limits.
+    const settingsOf = (role: string) => loginSettings(control.limits.of(tenantOf(role)));
+    const budget = new BackendBudget(await processBudget(config, cluster.admin, workers, log));
+    const active = processActiveMax(config, workers);
+    const admission = new Admission({
+      max: active,
+      reserve: active,
+      limitsOf,
+      onWaited: (user, ms) => control.usage.add(user, { queuedMs: ms }),
+      sampleParked: async () => new Set((await cluster.admin.query<{ pid: number }>(PARKED_BACKENDS_SQL)).rows.map((r) => r.pid)),
+    });
+    cleanup.push(async () => admission.close());
+    const unwatchAdmission = watchAdmission(admission);
+    cleanup.push(async () => unwatchAdmission());
+    const wire = await startWireServer({ config, cluster, control, policy, log, cancelPeers, budget, admission, settingsOf, limitsOf }).catch((err: unknown) => {
       throw listenError(err, 'the Postgres wire server', config.host, config.pgPort, 'REPOBASE_PG_PORT');
     });
     cleanup.push(() => wire.close());
     const pools = new RolePools({ cluster, config, log });
     cleanup.push(() => pools.close());
-    // A REST statement ends by statementTimeoutMs upstream; silent a second past it, the network is taken as gone.
-    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, budget, metricsName: 'rest', silenceMs: config.statementTimeoutMs + 1_000, log });
+    // A REST statement ends by its user's statement timeout upstream; silent a second past it, the network is taken as gone.
+    const silenceMs = (session: UpstreamSession) => {
+      const timeout = control.limits.of(tenantOf(session.user)).statementTimeoutMs;
+      return timeout === 0 ? 0 : timeout + 1_000;
+    };
+    const sessions = sessionPoolFor(cluster, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: Math.min(10_000, config.pgPoolTimeoutMs), budget, admission, settingsOf, metricsName: 'rest', silenceMs, log });
     cleanup.push(async () => sessions.close());
     const queries = await AsyncQueries.start({ cluster, control, policy, config, log, budget });
     cleanup.push(() => queries.close());
+    // Limits an admin changed: new turns, and sessions logged in with the new timeouts from now on.
+    const unfollow = control.limits.onChange((users) => {
+      admission.refresh(users);
+      for (const user of users) {
+        wire.renew(user);
+        sessions.renew(user);
+      }
+    });
+    cleanup.push(async () => unfollow());
     let draining = false;
-    const app = await buildApp({ config, control, log, policy, pools, sessions, queries, wirePort: wire.port, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
+    const app = await buildApp({ config, control, log, policy, pools, sessions, queries, wirePort: wire.port, connectionsOf: options.connectionsEverywhere ?? wire.connectionsOf, queryCancelPeers: options.queryCancelPeers, draining: () => draining, metrics: config.metricsPort === 0 ? (options.metrics ?? localMetricsSource) : undefined });
     // Requests in flight, for the drain: a count and one listener function shared by all. A Set
     // of the responses (a long-lived table pointing at every request's objects) made each
     // request's objects outlive the young generation: 1–2 KB more promoted per REST request,
@@ -126,7 +167,7 @@ export async function startService(config: Config, log: Logger, options: Service
       const until = Date.now() + config.drainTimeoutMs;
       await Promise.all([wire.drain(config.drainTimeoutMs), restFinished(() => inFlight, until)]);
     };
-    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, metricsUrl, control, drain, stop };
+    return { httpUrl: `http://${host}:${port}`, pgPort: wire.port, metricsUrl, control, connectionsOf: wire.connectionsOf, drain, stop };
   } catch (err: unknown) {
     await stop();
     throw err;

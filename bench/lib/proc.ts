@@ -46,9 +46,19 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
-/** Starts a long-running child; its output goes to `log` lines prefixed with `name` on failure. */
-export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string; stop: () => Promise<void> } {
-  const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts a long-running child; its output goes to `log` lines prefixed with `name` on failure.
+ * `detached`: in a session of its own — a scheduling group of its own under the kernel's
+ * autogroups, as a service or a client on a machine of its own would be — and sent SIGTERM if the
+ * bench exits first.
+ */
+export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, opts: { detached?: boolean } = {}): { child: ChildProcess; output: () => string; stop: () => Promise<void> } {
+  const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached === true });
+  if (opts.detached) {
+    const orphaned = () => child.kill('SIGTERM');
+    process.once('exit', orphaned);
+    child.once('exit', () => process.off('exit', orphaned));
+  }
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + d.toString()).slice(-20_000);

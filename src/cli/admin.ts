@@ -8,15 +8,16 @@ import { PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS } from '../control/accounts.js';
 import { ControlPlane } from '../control/control-plane.js';
 import { repoNameProblem, userNameProblem } from '../control/names.js';
 import type { Config } from '../shared/config.js';
+import { defaultLimits } from '../shared/limits.js';
 import { createLogger } from '../shared/logger.js';
 import { openCluster } from '../upstream/cluster.js';
 import { UsageError, type CliContext, type ConfigOf } from './context.js';
 import { formatTable } from './table.js';
 import { auditCommands } from './audit.js';
 import { keyCommands } from './keys.js';
+import { addLimitCommands } from './limits.js';
 import { createRepoViaApi } from './client.js';
-import { withClientOptions } from './client-http.js';
-import { clientKey, type ClientOptions } from './client-http.js';
+import { clientKey, withClientOptions, type ClientOptions } from './client-http.js';
 import { hasCitus, listNodes, moveRepo, nodeName, parseNode } from '../upstream/citus.js';
 import { PgError, SqlState } from '../shared/errors.js';
 
@@ -26,7 +27,7 @@ async function withControl<T>(ctx: CliContext, config: Config, fn: (control: Con
   const log = createLogger(level, pino.destination(2));
   const cluster = await openCluster(config, log);
   try {
-    const control = await ControlPlane.open(cluster, log, { listen: false });
+    const control = await ControlPlane.open(cluster, log, { listen: false, defaultLimits: defaultLimits(config) });
     try {
       return await fn(control);
     } finally {
@@ -105,6 +106,7 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
       await withControl(ctx, configOf(cmd), (c) => c.setPassword(name, password));
       ctx.err(`password set for user ${name}\n`);
     });
+  addLimitCommands(user, ctx, configOf, withControl, checkUser);
   user
     .command('delete <name>')
     .description('delete a user with its repos (and their data), keys and role')

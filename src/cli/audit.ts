@@ -65,6 +65,7 @@ function usageJson(r: UsageRow): string {
     bytes_in: r.bytesIn,
     bytes_out: r.bytesOut,
     upload_bytes: r.uploadBytes,
+    queued_ms: r.queuedMs,
   });
 }
 
@@ -100,7 +101,7 @@ export function auditCommands(ctx: CliContext, configOf: ConfigOf, withControl: 
     });
 
   const usage = new Command('usage')
-    .description('show usage per user and hour, oldest first: statements, rows returned, bytes in and out, upload bytes')
+    .description('show usage per user and hour, oldest first: statements, rows returned, bytes in and out, upload bytes, time waited in the queue')
     .argument('[user]', 'only this user')
     .option('--since <time>', 'from the hour holding this time: ISO 8601, or a span back from now (1h, 7d)')
     .option('--json', 'one JSON object per line')
@@ -110,8 +111,8 @@ export function auditCommands(ctx: CliContext, configOf: ConfigOf, withControl: 
       if (opts.json) return ctx.out(rows.map((r) => usageJson(r) + '\n').join(''));
       ctx.out(
         formatTable(
-          ['hour', 'user', 'statements', 'rows returned', 'bytes in', 'bytes out', 'upload bytes'],
-          rows.map((r) => [r.hour.toISOString(), r.user, String(r.statements), String(r.rowsReturned), String(r.bytesIn), String(r.bytesOut), String(r.uploadBytes)]),
+          ['hour', 'user', 'statements', 'rows returned', 'bytes in', 'bytes out', 'upload bytes', 'queued ms'],
+          rows.map((r) => [r.hour.toISOString(), r.user, String(r.statements), String(r.rowsReturned), String(r.bytesIn), String(r.bytesOut), String(r.uploadBytes), String(r.queuedMs)]),
         ),
       );
     });

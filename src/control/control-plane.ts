@@ -53,6 +53,9 @@ import { TtlCache } from './ttl-cache.js';
 import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
 import { storageOf, type Storage } from './storage.js';
 import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
+import { NO_LIMITS, type LimitOverrides, type UserLimits } from '../shared/limits.js';
+import type { StorageUse } from '../policy/index.js';
+import { Tenancy } from './tenancy.js';
 
 export type { SchemaChange };
 export type { Principal, KeyInfo, KeyRequest, KeyWatcher, NewKey, ScramCredentials, RepoInfo, Collaborator, Permission, RepoAccess, UserInfo, RepoRef, WebSession, NewWebSession };
@@ -71,6 +74,10 @@ export interface ControlPlaneOptions {
   listen: boolean;
   /** Audit rows older than this many days are deleted at start and hourly (serving processes only; 0 = kept). */
   auditRetentionDays?: number;
+  /** Every user's limits unless an admin set others (the configuration's; see shared/limits.ts); default: none. */
+  defaultLimits?: UserLimits;
+  /** Serving processes: how often what users store is read for the storage quota (see quota.ts). */
+  storageRefreshMs?: number;
 }
 
 export class ControlPlane {
@@ -91,6 +98,8 @@ export class ControlPlane {
   readonly audit: AuditLog;
   /** Where front ends count per-user usage (buffered; see usage.ts). */
   readonly usage: UsageRecorder;
+  /** Every user's limits and, serving, who is over their storage quota (see tenancy.ts). */
+  readonly tenancy: Tenancy;
   private ready = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -98,6 +107,7 @@ export class ControlPlane {
   private constructor(
     private readonly cluster: Cluster,
     private readonly log: Logger,
+    opts: ControlPlaneOptions,
   ) {
     this.keys = new KeyStore({
       admin: () => this.db,
@@ -110,11 +120,12 @@ export class ControlPlane {
     });
     this.audit = new AuditLog(cluster.admin, log);
     this.usage = new UsageRecorder(cluster.admin, log);
+    this.tenancy = new Tenancy(cluster.admin, opts.defaultLimits ?? NO_LIMITS, log);
   }
 
   /** Migrates the control schema, re-keys role passwords if the secret changed, starts listening. */
   static async open(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
-    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
+    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }), opts);
     await plane.prepare(opts);
     plane.ready = true;
     return plane;
@@ -129,7 +140,7 @@ export class ControlPlane {
    * a role without CREATEROLE) is thrown, as from `open`.
    */
   static async openWhenReachable(cluster: Cluster, log: Logger, opts: ControlPlaneOptions): Promise<ControlPlane> {
-    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }));
+    const plane = new ControlPlane(cluster, log.child({ mod: 'control' }), opts);
     try {
       await cluster.check();
       await plane.prepare(opts);
@@ -181,6 +192,8 @@ export class ControlPlane {
       this.audit.startRetention(opts.auditRetentionDays ?? 0);
       this.keys.startExpirySweep();
     }
+    // A user crossing their storage quota either way: decisions cached with the old snapshots must go.
+    await this.tenancy.start(opts.listen && !this.closed, opts.storageRefreshMs ?? 30_000, () => this.rightsCache.clear());
   }
 
   /** Tries `prepare` again after a back-off delay, until it succeeds or the plane is closed. */
@@ -247,10 +260,14 @@ export class ControlPlane {
       case 'rights':
         this.rightsCache.clear();
         break;
+      case 'limits':
+        void this.tenancy.reload();
+        break;
       case 'user':
       case 'lost':
         this.rightsCache.clear();
         this.keys.changedAll(e.kind === 'user' ? e.name : undefined);
+        if (e.kind === 'lost') void this.tenancy.reload();
         break;
     }
   }
@@ -458,7 +475,7 @@ export class ControlPlane {
     if (cached) return cached;
     const generation = this.rightsCache.generation;
     const { repos, publicOnly } = await reachableRepos(this.db, who);
-    const rights: Rights = { user: who, repos, publicRepos: publicOnly };
+    const rights: Rights = { user: who, repos, publicRepos: publicOnly, ...(this.tenancy.full && { full: this.tenancy.full }) };
     this.rightsCache.set(who, rights, generation);
     return rights;
   }
@@ -493,9 +510,23 @@ export class ControlPlane {
     return storageOf(this.admin, user);
   }
 
+  /** Every user's limits, kept current (see limits.ts). */
+  get limits(): Tenancy['limits'] {
+    return this.tenancy.limits;
+  }
+
+  /**
+   * Sets some of `user`'s limits (a number sets it, null goes back to the default, a limit not
+   * named stays); every serving process of every instance takes them within a moment.
+   */
+  setLimits(user: string, change: LimitOverrides): Promise<void> {
+    return this.tenancy.set(this.db, user, change);
+  }
+
   /** Stops listening and writes pending last-used times. The cluster is closed by its owner. */
   async close(): Promise<void> {
     this.closed = true;
+    this.tenancy.close();
     clearTimeout(this.retryTimer);
     this.stopPlacements?.();
     await this.listener?.close();

@@ -17,7 +17,7 @@ export const CHANNEL = 'repobase_control';
 /** Upper bound on how long a cached key or rights snapshot can outlive a change it missed. */
 export const CACHE_TTL_MS = 30_000;
 
-export type ControlEvent = { kind: 'key'; id: string } | { kind: 'user'; name: string } | { kind: 'rights' };
+export type ControlEvent = { kind: 'key'; id: string } | { kind: 'user'; name: string } | { kind: 'rights' } | { kind: 'limits'; user: string };
 
 export function encodeEvent(e: ControlEvent): string {
   switch (e.kind) {
@@ -27,6 +27,8 @@ export function encodeEvent(e: ControlEvent): string {
       return `user:${e.name}`;
     case 'rights':
       return 'rights';
+    case 'limits':
+      return `limits:${e.user}`;
     default:
       return assertNever(e);
   }
@@ -37,6 +39,7 @@ function decodeEvent(payload: string): ControlEvent | undefined {
   const [kind, value] = [payload.slice(0, payload.indexOf(':')), payload.slice(payload.indexOf(':') + 1)];
   if (kind === 'key') return { kind: 'key', id: value };
   if (kind === 'user') return { kind: 'user', name: value };
+  if (kind === 'limits') return { kind: 'limits', user: value };
   return undefined;
 }
 

@@ -352,6 +352,7 @@ export function scopeRights(base: Rights, id: string, meta: KeyMeta, ddl: boolea
     user: base.user,
     repos,
     publicRepos: base.publicRepos,
+    ...(base.full && { full: base.full }),
     key: { id, name: meta.name, access: meta.access === 'write' ? 'write' : 'read', repos: meta.repos, reach: base.repos, ddl },
   };
 }

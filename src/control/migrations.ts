@@ -353,6 +353,25 @@ const migrations: Migration[] = [
     // src/policy/session-stand-ins.ts
     sql: () => sessionStandInsSql(),
   },
+  {
+    version: 15,
+    name: 'per-user limits, and the time users waited in the fair queue',
+    sql: () => `
+      -- An admin's overrides of the configured defaults (src/control/limits.ts); null: the default.
+      CREATE TABLE ${CONTROL_SCHEMA}.user_limits (
+        user_name text PRIMARY KEY REFERENCES ${CONTROL_SCHEMA}.users(name) ON DELETE CASCADE,
+        connections integer CHECK (connections >= 0),
+        active integer CHECK (active >= 0),
+        statement_timeout_ms integer CHECK (statement_timeout_ms >= 0),
+        idle_in_transaction_timeout_ms integer CHECK (idle_in_transaction_timeout_ms >= 0),
+        storage_bytes bigint CHECK (storage_bytes >= 0),
+        time_budget_ms integer CHECK (time_budget_ms >= 0),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      -- Milliseconds the user's transactions waited for a turn (src/upstream/admission.ts).
+      ALTER TABLE ${CONTROL_SCHEMA}.usage_hourly ADD COLUMN queued_ms bigint NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** Whether this database has the event triggers that let write keys change structure (they need a superuser to create). */

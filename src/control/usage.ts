@@ -1,5 +1,6 @@
 /**
- * Per-user usage per hour: statements, rows returned, bytes in and out, upload bytes. Counted in
+ * Per-user usage per hour: statements, rows returned, bytes in and out, upload bytes, and the
+ * time their transactions waited in the fair queue (upstream/admission.ts). Counted in
  * memory and added to `usage_hourly` every few seconds and at close with an upsert that adds
  * (`x = x + excluded.x`), so the counts of every instance and worker process add up.
  *
@@ -19,16 +20,18 @@ export interface UsageCounts {
   bytesIn: number;
   bytesOut: number;
   uploadBytes: number;
+  /** Milliseconds the user's transactions waited for their turn. */
+  queuedMs: number;
 }
 
-const FIELDS = ['statements', 'rowsReturned', 'bytesIn', 'bytesOut', 'uploadBytes'] as const;
+const FIELDS = ['statements', 'rowsReturned', 'bytesIn', 'bytesOut', 'uploadBytes', 'queuedMs'] as const;
 const FLUSH_MS = 5_000;
 /** (user, hour) pairs kept while the control plane does not answer; past it counts are dropped. */
 const MAX_PENDING = 100_000;
 const HOUR_MS = 60 * 60 * 1000;
 
 function zero(): UsageCounts {
-  return { statements: 0, rowsReturned: 0, bytesIn: 0, bytesOut: 0, uploadBytes: 0 };
+  return { statements: 0, rowsReturned: 0, bytesIn: 0, bytesOut: 0, uploadBytes: 0, queuedMs: 0 };
 }
 
 /** One wire connection's counts since the last write; the relay adds to the fields directly. */
@@ -38,6 +41,7 @@ export class UsageMeter implements UsageCounts {
   bytesIn = 0;
   bytesOut = 0;
   uploadBytes = 0;
+  queuedMs = 0;
 
   constructor(
     readonly user: string,
@@ -87,6 +91,7 @@ export class UsageRecorder {
     into.bytesIn += counts.bytesIn ?? 0;
     into.bytesOut += counts.bytesOut ?? 0;
     into.uploadBytes += counts.uploadBytes ?? 0;
+    into.queuedMs += counts.queuedMs ?? 0;
   }
 
   /** A meter for one connection of `user`; `close` it when the connection ends. */
@@ -141,18 +146,19 @@ export class UsageRecorder {
     try {
       await query(
         this.admin,
-        `INSERT INTO ${CONTROL_SCHEMA}.usage_hourly AS u (user_name, hour, statements, rows_returned, bytes_in, bytes_out, upload_bytes)
-         SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
+        `INSERT INTO ${CONTROL_SCHEMA}.usage_hourly AS u (user_name, hour, statements, rows_returned, bytes_in, bytes_out, upload_bytes, queued_ms)
+         SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
          ON CONFLICT (user_name, hour) DO UPDATE SET
            statements = u.statements + excluded.statements,
            rows_returned = u.rows_returned + excluded.rows_returned,
            bytes_in = u.bytes_in + excluded.bytes_in,
            bytes_out = u.bytes_out + excluded.bytes_out,
-           upload_bytes = u.upload_bytes + excluded.upload_bytes`,
+           upload_bytes = u.upload_bytes + excluded.upload_bytes,
+           queued_ms = u.queued_ms + excluded.queued_ms`,
         [
           keys.map((k) => k.slice(0, k.indexOf('\0'))),
           keys.map((k) => new Date(Number(k.slice(k.indexOf('\0') + 1)))),
-          ...FIELDS.map((f) => rows.map((r) => r[f])),
+          ...FIELDS.map((f) => rows.map((r) => Math.round(r[f]))),
         ],
       );
     } catch (err: unknown) {
@@ -183,9 +189,9 @@ export interface UsageRow extends UsageCounts {
 
 /** Usage rows, oldest hour first: of `user` (all users when undefined), from the hour holding `since`. */
 export async function listUsage(db: Queryable, filter: { user?: string | undefined; since?: Date | undefined }): Promise<UsageRow[]> {
-  const res = await query<{ user_name: string; hour: Date; statements: string; rows_returned: string; bytes_in: string; bytes_out: string; upload_bytes: string }>(
+  const res = await query<{ user_name: string; hour: Date; statements: string; rows_returned: string; bytes_in: string; bytes_out: string; upload_bytes: string; queued_ms: string }>(
     db,
-    `SELECT user_name, hour, statements, rows_returned, bytes_in, bytes_out, upload_bytes
+    `SELECT user_name, hour, statements, rows_returned, bytes_in, bytes_out, upload_bytes, queued_ms
        FROM ${CONTROL_SCHEMA}.usage_hourly
       WHERE ($1::text IS NULL OR user_name = $1) AND ($2::timestamptz IS NULL OR hour >= date_trunc('hour', $2::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
       ORDER BY hour, user_name`,
@@ -199,5 +205,6 @@ export async function listUsage(db: Queryable, filter: { user?: string | undefin
     bytesIn: Number(r.bytes_in),
     bytesOut: Number(r.bytes_out),
     uploadBytes: Number(r.upload_bytes),
+    queuedMs: Number(r.queued_ms),
   }));
 }

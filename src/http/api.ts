@@ -46,6 +46,8 @@ export interface ApiDeps extends Omit<QueryDeps, 'maxRows' | 'running' | 'result
   >;
   /** The port the wire front end listens on, for `GET /connection`. */
   wirePort: number;
+  /** A user's wire connections, for `GET /usage/`: on every worker when there are several. */
+  connectionsOf?: ((user: string) => number | Promise<number>) | undefined;
 }
 
 /** SQLSTATE of the rate limit: Postgres' "configuration limit exceeded", answered as 429. */
@@ -61,14 +63,15 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   });
   installAuth(app, deps.control, { cookieSecure: deps.config.cookieSecure });
   installUsageMetering(app, deps.control);
-  // Registered after the auth hook: the limit counts per API key or console session; requests
+  // Registered after the auth hook: the limit counts per user, all their keys and console
+  // sessions together (keys can be minted at will: a limit per key would be none); requests
   // without a caller (log-in, sign-up) count per client address.
   await app.register(rateLimit, {
     max: deps.config.rateLimitMax,
     timeWindow: deps.config.rateLimitWindowMs,
-    keyGenerator: (req) => req.principal?.keyId ?? req.ip,
+    keyGenerator: (req) => (req.principal ? req.principal.user : `@${req.ip}`),
     errorResponseBuilder: (_req, ctx) =>
-      new PgError(RATE_LIMITED, `rate limit exceeded: at most ${ctx.max} requests per ${deps.config.rateLimitWindowMs / 1000} s for one API key or session`, {
+      new PgError(RATE_LIMITED, `rate limit exceeded: at most ${ctx.max} requests per ${deps.config.rateLimitWindowMs / 1000} s for one user`, {
         hint: `retry in ${ctx.after} (see the Retry-After header)`,
       }),
   });
@@ -76,7 +79,7 @@ export const api: FastifyPluginAsyncTypebox<ApiDeps> = async (app, deps) => {
   await app.register(connectionRoutes, { config: deps.config, wirePort: deps.wirePort });
   await app.register(repoRoutes, { control: deps.control });
   await app.register(keyRoutes, { control: deps.control });
-  await app.register(usageRoutes, { control: deps.control });
+  await app.register(usageRoutes, { control: deps.control, connectionsOf: deps.connectionsOf });
   const { control, policy, pools, types, sessions, sessionSettings, queries } = deps;
   const running = new RunningQueries(deps.queryCancelPeers);
   const resultTtlMs = deps.config.asyncResultTtlMs;

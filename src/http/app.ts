@@ -46,6 +46,8 @@ export interface AppDeps {
   wirePort?: number;
   /** The built web console; default: `dist/web` of the package. */
   consoleDir?: string;
+  /** A user's wire connections (`GET /usage/`): on every worker when there are several. */
+  connectionsOf?: (user: string) => number | Promise<number>;
   /** The other worker processes, for REST query cancels that reach another worker than the query. */
   queryCancelPeers?: QueryCancelPeers | undefined;
   /**
@@ -107,10 +109,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     pools: deps.pools,
     sessions: deps.sessions,
     queries: deps.queries,
-    sessionSettings: restSessionSettings(deps.config),
+    sessionSettings: restSessionSettings(),
     types: new TypeCatalog(deps.control.admin),
     wirePort: deps.wirePort ?? deps.config.pgPort,
     queryCancelPeers: deps.queryCancelPeers,
+    connectionsOf: deps.connectionsOf,
   });
   await registerConsole(app, consoleDir);
   return app;

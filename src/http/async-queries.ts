@@ -114,7 +114,7 @@ export class AsyncQueries {
       silenceMs: config.asyncStatementTimeoutMs + 1_000,
       log,
     });
-    const sessionSettings = { ...restSessionSettings(config), statement_timeout: String(config.asyncStatementTimeoutMs), application_name: 'repobase-async' };
+    const sessionSettings = { ...restSessionSettings(), statement_timeout: String(config.asyncStatementTimeoutMs), application_name: 'repobase-async' };
     return AsyncQueries.open({ control: opts.control, policy: opts.policy, sessions, sessionSettings, adminConfig: cluster.adminConfig, upstream: { host: cluster.host, port: cluster.port }, config, log });
   }
 

@@ -20,7 +20,8 @@ const BY_CODE: Readonly<Record<string, number>> = {
   // A request body that breaks its own format (a cut-off upload): the client's fault, not the
   // upstream connection's, which is what the rest of class 08 means here.
   [SqlState.ProtocolViolation]: 400,
-  '53400': 429, // configuration_limit_exceeded: the per-key rate limit
+  '53400': 429, // configuration_limit_exceeded: the per-user rate limit
+  [SqlState.DiskFull]: 507, // 53100: the user's storage quota is used up (not a passing shortage: retrying will not help)
   // Duplicates are conflicts, whatever class they sit in.
   '42701': 409,
   '42710': 409,

@@ -281,3 +281,50 @@ export const ResultQuery = Type.Object({
   offset: Type.Optional(Type.Integer({ minimum: 0, description: 'the first row to answer, 0-based (default 0)' })),
   limit: Type.Optional(Type.Integer({ minimum: 0, description: 'rows to answer at most (default: to the end)' })),
 });
+// ── usage and limits (GET /usage/) ──────────────────────────────────────────────────────
+
+const Count = (description: string) => Type.Integer({ minimum: 0, description });
+
+export const UsageHour = Type.Object({
+  hour: Type.String({ format: 'date-time', description: 'start of the hour (UTC)' }),
+  statements: Count('statements that completed'),
+  rows_returned: Count('rows returned to the client (wire: from the command tags of SELECT, FETCH, COPY TO and RETURNING; REST: the rows of the answers)'),
+  bytes_in: Count('bytes received: wire protocol bytes from the client, REST request bodies'),
+  bytes_out: Count('bytes sent: wire protocol bytes to the client, REST answers with their headers'),
+  upload_bytes: Count('bytes of files uploaded (POST /import/)'),
+  queued_ms: Count('milliseconds your transactions waited for their turn upstream (the fair queue)'),
+});
+
+export const Storage = Type.Object(
+  {
+    repo_bytes: Count('bytes of the tables, indexes and materialized views in your repos'),
+    large_objects: Count('large objects you own (the lo_* functions of libpq, pgjdbc LargeObjectManager)'),
+    large_object_bytes: Type.Union([Count('their bytes'), Type.Null()], { description: 'their bytes; null where the service may not read pg_largeobject' }),
+  },
+  { description: 'what you keep stored now, read live' },
+);
+
+export const Limits = Type.Object(
+  {
+    connections: Count('wire connections open at once'),
+    active: Count('transactions running upstream at once'),
+    statement_timeout_ms: Count('statement timeout, wire and REST'),
+    idle_in_transaction_timeout_ms: Count('a wire client idle inside a transaction this long is ended (25P03)'),
+    storage_bytes: Count('storage quota: past it statements that add data fail with 53100'),
+    time_budget_ms: Count('upstream time per minute before your transactions are slowed (a lower weight in the queue)'),
+  },
+  { description: 'your limits; 0 = none' },
+);
+
+export const UsageNow = Type.Object(
+  {
+    wire_connections: Count('your wire connections open now on this instance (all its worker processes)'),
+    active_transactions: Count('your transactions open upstream now (running, or idle inside a transaction), on every instance'),
+    queued_ms: Count('milliseconds your transactions waited for their turn since `queued_since`'),
+    queued_since: Type.String({ format: 'date-time', description: 'the start of the hour before the current one' }),
+  },
+  { description: 'what you use of your limits now' },
+);
+
+export const UsageList = Type.Object({ usage: Type.Array(UsageHour), storage: Storage, limits: Limits, now: UsageNow });
+export type UsageList = Static<typeof UsageList>;

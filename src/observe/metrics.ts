@@ -114,7 +114,7 @@ export class HistogramTally {
  * value by its labels), whose values are read from the tallies when scraped. prom-client's own
  * `observe` builds and hashes a label object on every call.
  */
-function tallyHistogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: readonly number[]): (labels: Labels<L>) => HistogramTally {
+export function tallyHistogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: readonly number[]): (labels: Labels<L>) => HistogramTally {
   const tallies = new Map<string, { labels: Labels<L>; tally: HistogramTally }>();
   class Tallied extends client.Histogram<L> {
     override async get(): Promise<client.MetricObjectWithValues<client.MetricValueWithName<L>>> {

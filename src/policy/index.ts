@@ -9,8 +9,10 @@ import type { Analysis } from './facts.js';
 import { loadParsers } from './parse.js';
 import { createParsePool } from './pool.js';
 import { misreadRefusal } from './settings.js';
-import type { Decision, Policy, PolicyOptions, Rights, Session } from './types.js';
 import { lendComment, lendList } from './key-scope.js';
+import { overQuota } from './resolve.js';
+import type { PgError } from '../shared/errors.js';
+import type { Decision, Policy, PolicyOptions, Rights, Session, StorageUse } from './types.js';
 
 export { clientChannel, SENDERS_PREFIX } from './channels.js';
 export { BACKEND_PID_SETTING, SIGNAL_SQLSTATE } from './backend-pid.js';
@@ -18,7 +20,12 @@ export { CATALOG_SCHEMA } from './catalog-views.js';
 export { ACTIVITY_SETTING, HIDDEN_SETTING, SEQUENCES_SETTING, STATEMENTS_SETTING } from './session-stand-ins.js';
 export { indexAfter } from './splices.js';
 export { errorInOriginal } from './splices.js';
-export type { Decision, HandledAction, KeyRights, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect } from './types.js';
+
+/** The 53100 of what would add to the data of `owner`'s repo `schema` while they keep more than their storage quota. */
+export function quotaError(schema: string, owner: string, use: StorageUse): PgError {
+  return toError(overQuota(schema, owner, use));
+}
+export type { Decision, HandledAction, KeyRights, Policy, PolicyOptions, RepoAccess, Rights, Session, SessionChange, SessionEffect, StorageUse } from './types.js';
 
 /**
  * The denial of a statement Postgres could read differently from the policy's parser with the

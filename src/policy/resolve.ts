@@ -16,8 +16,9 @@ import { informationSchemaRelations, pgCatalogRelations } from './catalog.js';
 import { citusRelationRefusal } from './citus.js';
 import type { NameRef, Need, Refusal } from './facts.js';
 import { isSystemSchema, isTempSchema, splitRepo } from './names.js';
-import type { Rights } from './types.js';
 import { outsideScope, readOnlyKey } from './key-scope.js';
+import type { Rights, StorageUse } from './types.js';
+import { formatSize } from '../shared/units.js';
 
 const denied = SqlState.InsufficientPrivilege;
 
@@ -55,6 +56,18 @@ export function noAccess(schema: string, owner: string): Refusal {
   };
 }
 
+/** What a user over their storage quota may still run in their repos: what removes data. */
+const SHRINKS = /^(DELETE|TRUNCATE|DROP\b|VACUUM)/;
+
+/** A statement that would add to the data of `owner`, who keeps more than their storage quota. */
+export function overQuota(schema: string, owner: string, full: StorageUse): Refusal {
+  return {
+    code: SqlState.DiskFull,
+    message: `storage quota exceeded: ${owner} keeps ${formatSize(full.used)} in their repos, and ${formatSize(full.allowed)} is allowed (repo "${schema}")`,
+    hint: 'reading goes on, and so do DELETE, TRUNCATE and DROP: free space with them, or ask the service\'s admin for a larger quota',
+  };
+}
+
 /** Whether `need` is allowed on `schema`, or the refusal saying why not. */
 export function checkSchema(schema: string, need: Need, rights: Rights, where: Where): Refusal | null {
   if (isSystemSchema(schema)) {
@@ -71,7 +84,11 @@ export function checkSchema(schema: string, need: Need, rights: Rights, where: W
     if (repo.owner !== rights.user) return at(noAccess(schema, repo.owner), where, schema);
     return at({ code: SqlState.InvalidSchemaName, message: `repo "${schema}" does not exist`, hint: `create it with CREATE SCHEMA "${schema}"` }, where, schema);
   }
-  if (need === 'read' || access === 'own' || (need === 'write' && access === 'write')) return null;
+  if (need === 'read') return null;
+  if (access === 'own' || (need === 'write' && access === 'write')) {
+    const full = rights.full?.get(repo.owner);
+    return full === undefined || SHRINKS.test(where.command) ? null : at(overQuota(schema, repo.owner, full), where, schema);
+  }
   if (access === 'read') {
     if (rights.key?.access === 'read' && rights.key.reach.get(schema) !== 'read') return at(readOnlyKey(schema, where.command, rights), where, schema);
     return at({ code: denied, message: `repo "${schema}" is read-only for you`, hint: `ask ${repo.owner} for write access` }, where, schema);

@@ -32,6 +32,19 @@ export interface Rights {
   publicRepos?: ReadonlySet<string>;
   /** Set for a scoped key: its limits. */
   key?: KeyRights;
+  /**
+   * Users who keep more than their storage quota, by name: statements that would add to the data
+   * in their repos are refused with 53100 (reading, DELETE, TRUNCATE and DROP go on). The same
+   * map for every user, its figures refreshed in place; a user crossing the line makes new
+   * rights snapshots (control/quota.ts).
+   */
+  full?: ReadonlyMap<string, StorageUse>;
+}
+
+/** Bytes a user keeps in their repos, and their quota. */
+export interface StorageUse {
+  used: number;
+  allowed: number;
 }
 
 /** The connection state the policy needs; maintained by the front end from `SessionChange`s. */

@@ -29,16 +29,46 @@ export const ConfigSchema = Type.Object({
   }),
   logLevel: Type.Union(LogLevels.map((l) => Type.Literal(l)), { description: 'pino level' }),
   serviceDatabase: Type.String({ minLength: 1, description: 'database name clients connect to (and the database created in the embedded cluster)' }),
-  statementTimeoutMs: Positive('statement timeout of REST queries, in milliseconds'),
+  statementTimeoutMs: Positive('statement timeout of every statement, on the wire and over REST, in milliseconds (57014 past it); an admin sets another per user (repobase user limits --statement-timeout)'),
+  idleInTransactionTimeoutMs: Type.Integer({
+    minimum: 0,
+    description: 'a wire client idle inside a transaction this many milliseconds is ended with 25P03 and its transaction rolled back, freeing its backend; 0 = never; an admin sets another per user',
+  }),
   drainTimeoutMs: Type.Integer({
     minimum: 0,
     description: 'on SIGTERM/SIGINT, wire transactions and REST requests in flight may finish for this many milliseconds before the service stops; 0 = stop at once',
   }),
   maxStatementBytes: Positive('statements larger than this are refused with 54000 before parsing'),
   upstreamPoolMax: Positive('upstream connections per user role of the REST API (POST /query/ sessions, and the uploads\' connections)'),
-  upstreamMaxSessions: Positive(
-    "upstream backends the whole service may hold (wire and REST together; worker processes share it evenly): keep it under Postgres' max_connections with room for the control plane (a few per worker) and an admin",
-  ),
+  upstreamMaxSessions: Type.Integer({
+    minimum: 0,
+    description:
+      "upstream backends the whole service may hold (wire and REST together; worker processes share it evenly): keep it under Postgres' max_connections with room for the control plane (a few per worker) and an admin; 0 = sized from the cluster at start-up: its max_connections less what is reserved and the control plane's, at most 200",
+  }),
+  upstreamActiveMax: Type.Integer({
+    minimum: 0,
+    description:
+      'transactions running upstream at once, wire and REST together (worker processes share it evenly); past it transactions wait in per-user queues served fairly; 0 = 4 × the CPU cores of this machine',
+  }),
+  upstreamNice: Type.Integer({
+    minimum: 0,
+    maximum: 19,
+    description: "steps of CPU weight the service takes over the embedded Postgres' backends (Linux), so that it keeps its share of the CPU under a busy Postgres: it runs at nice -N where it may (root or CAP_SYS_NICE), else the backends at +N; 0 = both as they are. An external cluster is left as it is",
+  }),
+  userMaxConnections: Type.Integer({ minimum: 0, description: 'wire connections one user may have open at once (worker processes share it evenly); past it 53300; 0 = no limit per user; an admin sets another per user' }),
+  userActiveMax: Type.Integer({
+    minimum: 0,
+    description: "transactions one user may run upstream at once (worker processes share it evenly); past it the user's transactions wait; 0 = no limit of the user's own (the fair share still holds); an admin sets another per user",
+  }),
+  userStorageQuotaBytes: Type.Integer({
+    minimum: 0,
+    description: 'bytes one user may keep in their repos and large objects; past it statements that add data fail with 53100 (reading and deleting go on); 0 = no quota; an admin sets another per user',
+  }),
+  userTimeBudgetMs: Type.Integer({
+    minimum: 0,
+    description: "milliseconds of upstream time (a backend held for the user's transactions) one user may use per minute before being slowed: past it the user's transactions wait at a quarter of the weight in the fair queue, never refused; 0 = off; an admin sets another per user",
+  }),
+  storageRefreshMs: Positive('how often each process reads what every user stores, for the storage quota, in milliseconds'),
   upstreamIdleMs: Positive('an idle upstream connection is closed after this many milliseconds'),
   upstreamConnectTimeoutMs: Positive('a new upstream connection must be connected and logged in within this many milliseconds; past it the client gets 08006'),
   upstreamResponseTimeoutMs: Type.Integer({
@@ -71,7 +101,7 @@ export const ConfigSchema = Type.Object({
   }),
   maxResultRows: Positive('rows one REST query answers at most; a longer result ends with "truncated": true'),
   httpBodyLimitBytes: Positive('largest REST request body in bytes; a larger one is refused with 413 (54000)'),
-  rateLimitMax: Positive('REST requests one API key may make per rate-limit window; more get 429 (53400) with Retry-After'),
+  rateLimitMax: Positive('REST requests one user may make per rate-limit window, all their keys and console sessions together; more get 429 (53400) with Retry-After'),
   rateLimitWindowMs: Positive('length of the REST rate-limit window, in milliseconds'),
   importMaxBytes: Positive('largest file POST /import/ accepts, in bytes; a larger one is refused with 413 (54000)'),
   importAsyncBytes: Positive('uploads larger than this (by Content-Length) answer 202 with a job at once instead of waiting for the table'),

@@ -35,11 +35,13 @@ export const SqlState = {
   ReservedName: '42939',
   ProgramLimitExceeded: '54000',
   StatementTooComplex: '54001',
+  DiskFull: '53100',
   TooManyConnections: '53300',
   ConfigurationLimitExceeded: '53400',
   ObjectNotInPrerequisiteState: '55000',
   CannotConnectNow: '57P03',
   QueryCanceled: '57014',
+  IdleInTransactionSessionTimeout: '25P03',
   AdminShutdown: '57P01',
   InternalError: 'XX000',
 } as const;

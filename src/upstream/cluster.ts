@@ -8,10 +8,12 @@ import pg from 'pg';
 import type { Config } from '../shared/config.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { startEmbedded } from './embedded.js';
+import { pgDirOf, runningPostmaster, startEmbedded } from './embedded.js';
+import { lowerPostgresWeight, type CpuWeight } from './cpu-weight.js';
 import { fromDriverError } from './pg-error.js';
 import { rolePassword } from './roles.js';
 import { readOrCreateSecretFile } from './secret-file.js';
+import type { UpstreamTarget } from './session.js';
 
 export interface Cluster {
   /** Pool of the admin role: the control plane's connections. */
@@ -26,6 +28,8 @@ export interface Cluster {
   readonly description: string;
   /** Connection settings to log in upstream as the user's own role. */
   roleConnection(role: string): pg.ClientConfig;
+  /** Set when the cluster is the embedded one on this host: lowers the CPU weight of the backends the service opens (cpu-weight.ts). */
+  readonly weight?: CpuWeight | undefined;
   /** Checks that the admin role logs in and may create roles (a PgError saying what is wrong otherwise). */
   check(): Promise<void>;
   /** Ends the admin pool; stops the embedded cluster if this process started it. */
@@ -78,6 +82,8 @@ export interface OpenClusterOptions {
    * the service starts is opened unchecked: the control plane checks it when it connects.
    */
   check?: boolean;
+  /** A serving process: takes its share of the CPU beside an embedded cluster (cpu-weight.ts). Default: no. */
+  serving?: boolean;
 }
 
 /** Opens the upstream described by `config`, starting the embedded cluster when no URL is set. */
@@ -107,6 +113,10 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
   }
   const host = url.hostname;
   const port = Number(url.port || 5432);
+  // The embedded cluster, started here or by the primary of the workers (which reach it by URL).
+  const own = opts.serving === true && (embedded !== undefined || (host === '127.0.0.1' && port === config.embeddedPgPort));
+  const postmaster = own ? await runningPostmaster(pgDirOf(dataDir)) : undefined;
+  const weight = postmaster === undefined ? undefined : await lowerPostgresWeight(postmaster, config.upstreamNice, log);
   const database = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
   return {
     admin,
@@ -116,6 +126,7 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
     database,
     secret,
     description: where,
+    weight,
     roleConnection: (role) => ({
       host,
       port,
@@ -132,5 +143,20 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
       await admin.end();
       await embedded?.stop();
     },
+  };
+}
+
+/** Where a raw upstream session (session.ts) logs in as `role`: its derived password, the cluster's TLS. */
+export function roleTarget(cluster: Pick<Cluster, 'roleConnection'>, role: string): UpstreamTarget {
+  const c = cluster.roleConnection(role);
+  const ssl = c.ssl;
+  return {
+    host: c.host ?? '127.0.0.1',
+    port: c.port ?? 5432,
+    database: c.database ?? 'postgres',
+    user: role,
+    password: typeof c.password === 'string' ? c.password : '',
+    connectTimeoutMs: c.connectionTimeoutMillis,
+    tls: ssl ? { rejectUnauthorized: typeof ssl === 'object' ? ssl.rejectUnauthorized !== false : true } : undefined,
   };
 }

@@ -127,9 +127,10 @@ export class RolePools {
 }
 
 /**
- * Start-up settings of every REST session, raw or pooled: they are the session defaults that
- * `RESET ALL` returns to after each statement.
+ * Start-up settings of every raw REST session: they are the session defaults that `RESET ALL`
+ * returns to after each statement. Its statement timeout is its user's, which the session logs
+ * in with (shared/limits.ts `loginSettings`).
  */
-export function restSessionSettings(config: Pick<Config, 'statementTimeoutMs'>): Record<string, string> {
-  return { search_path: REST_SEARCH_PATH.join(','), statement_timeout: String(config.statementTimeoutMs), application_name: 'repobase-rest' };
+export function restSessionSettings(): Record<string, string> {
+  return { search_path: REST_SEARCH_PATH.join(','), application_name: 'repobase-rest' };
 }

@@ -12,10 +12,8 @@ import { trackQueued } from '../observe/queued.js';
 import {
   BackendCode,
   FrameReader,
-  buildCancelRequest,
   buildCopyFail,
   buildPasswordMessage,
-  buildQuery,
   buildSaslInitialResponse,
   buildSaslResponse,
   buildSslRequest,
@@ -23,12 +21,13 @@ import {
   buildSync,
   decodeAuthentication,
   decodeBackendKeyData,
-  decodeDataRow,
   decodeErrorResponse,
   decodeParameterStatus,
   decodeReadyForQuery,
   type TransactionStatus,
 } from '../protocol/index.js';
+import { newHold, type Hold } from './tenant.js';
+import { cancelUpstream } from './cancel-upstream.js';
 
 /** How long a session left with work in flight may take to come back to idle (see `settle`) before it is closed instead. */
 const SETTLE_GRACE_MS = 5_000;
@@ -45,9 +44,13 @@ export interface UpstreamTarget {
   tls?: { rejectUnauthorized: boolean } | undefined;
   /** Connection and login must be done within this long (`upstreamConnectTimeoutMs`); 10 s if unset. */
   connectTimeoutMs?: number | undefined;
+  /** Settings every session of this target logs in with, under the caller's parameters (the user's timeouts; a wire client's own start-up values come first). */
+  settings?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface UpstreamSession {
+  /** The role it logged in as. */
+  readonly user: string;
   readonly socket: Socket;
   readonly reader: FrameReader;
   /** ParameterStatus values of the login, in arrival order (replayed to each client). */
@@ -82,31 +85,19 @@ export interface UpstreamSession {
   sink: (this: UpstreamSession, chunk: Buffer) => void;
   /** Called once the socket has closed (same idea: the holder's own, or `ignore`). */
   onGone: () => void;
+  /** Its hold of an admission slot while handed out (admission.ts). */
+  readonly hold: Hold;
+  /** Its pool's generation of its role's login settings when it logged in (session-pool.ts `renew`). */
+  generation: number;
 }
 
 /** A sink or onGone that does nothing. */
 export const ignore = (): void => undefined;
 
-/** Where a CancelRequest for one upstream backend goes, and the key it needs. */
-export interface CancelTarget {
-  host: string;
-  port: number;
-  processId: number;
-  secretKey: number;
-}
-
-/**
- * Asks Postgres to cancel what one backend is running: a CancelRequest on a connection of its
- * own, as libpq sends it. Resolves true once sent, false if the server could not be reached.
- */
-export function cancelUpstream(target: CancelTarget): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: target.host, port: target.port }, () => socket.end(buildCancelRequest(target.processId, target.secretKey)));
-    socket.on('close', (hadError) => resolve(!hadError));
-    socket.on('error', () => resolve(false));
-    socket.setTimeout(5_000, () => socket.destroy());
-  });
-}
+export { type CancelTarget } from './cancel-upstream.js';
+export { watchSilence } from './silence-watch.js';
+export { cancelUpstream };
+export { runOwnQuery, type OwnQueryResult } from './own-query.js';
 
 /** Settings Postgres reports (ParameterStatus) that change how it reads statement text. */
 const READING_SETTINGS = ['standard_conforming_strings', 'client_encoding'];
@@ -132,31 +123,6 @@ function readingAtLogin(parameters: ReadonlyMap<string, string>): Map<string, st
 const CONNECT_TIMEOUT_MS = 10_000;
 /** TCP keepalive probes on upstream sockets: a peer host that vanished is noticed even on an idle session. */
 const KEEPALIVE_MS = 30_000;
-
-/**
- * Watches a session's socket while it is handed out: when `awaiting()` says an answer is owed and
- * no byte has passed either way for `ms` — and not because the reader paused the socket itself
- * (a slow consumer: the silence is its own choice) — `onSilent` is called once. A network that
- * stops answering (a blackhole) otherwise leaves a statement waiting for ever: TCP neither fails
- * nor completes. Returns the function that stops watching; `ms` 0 watches nothing.
- */
-export function watchSilence(socket: Socket, ms: number, awaiting: () => boolean, onSilent: () => void): () => void {
-  if (ms <= 0) return () => undefined;
-  const onTimeout = () => {
-    if (awaiting() && !socket.isPaused()) {
-      stop();
-      return onSilent();
-    }
-    socket.setTimeout(ms); // idle with nothing owed: look again later
-  };
-  const stop = () => {
-    socket.setTimeout(0);
-    socket.off('timeout', onTimeout);
-  };
-  socket.setTimeout(ms);
-  socket.on('timeout', onTimeout);
-  return stop;
-}
 
 /** Salted passwords are costly (PBKDF2); the role password and salt rarely change. */
 const saltedCache = new Map<string, Buffer>();
@@ -332,7 +298,7 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
           socket.removeAllListeners('error');
           // Errors surface as 'close' to whoever holds the session; an unheard 'error' would crash the process.
           socket.on('error', () => undefined);
-          const session: UpstreamSession = { socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, reading: readingAtLogin(parameters), readingChanged: false, sink: ignore, onGone: ignore };
+          const session: UpstreamSession = { user: target.user, socket, reader, parameters, processId, secretKey, host: target.host, port: target.port, status: decodeReadyForQuery(frame), needsReset: false, reading: readingAtLogin(parameters), readingChanged: false, sink: ignore, onGone: ignore, hold: newHold(processId), generation: 0 };
           socket.on('data', (chunk: Buffer) => session.sink(chunk));
           socket.on('close', () => session.onGone());
           resolve(session);
@@ -350,51 +316,7 @@ export function login(socket: Socket, target: UpstreamTarget, params: Readonly<R
         fail(err instanceof PgError ? err : unavailable(target, String(err)));
       }
     });
-    socket.write(buildStartupMessage({ ...params, user: target.user, database: target.database }));
-  });
-}
-
-/** What a query of the proxy's own on a session answered: rows (as text), ParameterStatus values, and its first error. */
-export interface OwnQueryResult {
-  rows: (string | null)[][];
-  reported: [string, string][];
-  error: PgError | undefined;
-}
-
-/**
- * Runs `sql` (a simple Query) on a session the caller holds, idle, and reads its answers up to
- * the ReadyForQuery. Rejects only if the connection fails; Postgres' errors come in the result.
- */
-export function runOwnQuery(session: UpstreamSession, sql: string): Promise<OwnQueryResult> {
-  return new Promise((resolve, reject) => {
-    const result: OwnQueryResult = { rows: [], reported: [], error: undefined };
-    const done = (err?: unknown) => {
-      session.sink = ignore;
-      session.onGone = ignore;
-      if (err === undefined) resolve(result);
-      else reject(err instanceof PgError ? err : new PgError(SqlState.ConnectionFailure, 'the upstream connection failed'));
-    };
-    session.onGone = () => done(new PgError(SqlState.ConnectionFailure, 'the upstream connection was lost'));
-    session.sink = (chunk) => {
-      try {
-        session.reader.push(chunk, (code, frame) => {
-          if (code === BackendCode.DataRow) result.rows.push(decodeDataRow(frame));
-          else if (code === BackendCode.ErrorResponse) result.error ??= decodeErrorResponse(frame);
-          else if (code === BackendCode.ParameterStatus) {
-            noteParameterStatus(session, frame);
-            const p = decodeParameterStatus(frame);
-            result.reported.push([p.name, p.value]);
-          } else if (code === BackendCode.ReadyForQuery) {
-            session.status = decodeReadyForQuery(frame);
-            done();
-          }
-        });
-      } catch (err: unknown) {
-        session.socket.destroy();
-        done(err);
-      }
-    };
-    session.socket.write(buildQuery(sql));
+    socket.write(buildStartupMessage({ ...target.settings, ...params, user: target.user, database: target.database }));
   });
 }
 

@@ -1,7 +1,36 @@
 /**
- * The silence watch of the REST session pool (session-pool.ts, option `silenceMs`).
+ * Watching upstream sessions for silence: a network that stops answering (a blackhole) otherwise
+ * leaves a statement waiting for ever. `watchSilence` watches one wire client's session;
+ * `SilenceWatch` the REST session pool's (session-pool.ts, option `silenceMs`).
  */
+import type { Socket } from 'node:net';
 import type { UpstreamSession } from './session.js';
+
+/**
+ * Watches a session's socket while it is handed out: when `awaiting()` says an answer is owed and
+ * no byte has passed either way for `ms` — and not because the reader paused the socket itself
+ * (a slow consumer: the silence is its own choice) — `onSilent` is called once. A network that
+ * stops answering (a blackhole) otherwise leaves a statement waiting for ever: TCP neither fails
+ * nor completes. Returns the function that stops watching; `ms` 0 watches nothing.
+ */
+export function watchSilence(socket: Socket, ms: number, awaiting: () => boolean, onSilent: () => void): () => void {
+  if (ms <= 0) return () => undefined;
+  const onTimeout = () => {
+    if (awaiting() && !socket.isPaused()) {
+      stop();
+      return onSilent();
+    }
+    socket.setTimeout(ms); // idle with nothing owed: look again later
+  };
+  const stop = () => {
+    socket.setTimeout(0);
+    socket.off('timeout', onTimeout);
+  };
+  socket.setTimeout(ms);
+  socket.on('timeout', onTimeout);
+  return stop;
+}
+
 
 /**
  * Watches handed-out sessions for silence (`silenceMs`) by looking at each every so often: a
@@ -20,12 +49,19 @@ export class SilenceWatch {
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly ms: number,
+    /** The silence taken as a dead network: one for all sessions, or each session's own (0: never). */
+    private readonly ms: number | ((session: UpstreamSession) => number),
     /** The sessions handed out right now. */
     private readonly handedOut: () => ReadonlySet<UpstreamSession>,
   ) {
-    this.timer = setInterval(() => this.look(), Math.max(100, Math.min(1000, ms / 4)));
+    this.timer = setInterval(() => this.look(), typeof ms === 'number' ? Math.max(100, Math.min(1000, ms / 4)) : 250);
     this.timer.unref();
+  }
+
+  /** The session's silence limit (Infinity: none). */
+  private limit(session: UpstreamSession): number {
+    const ms = typeof this.ms === 'number' ? this.ms : this.ms(session);
+    return ms > 0 ? ms : Infinity;
   }
 
   close(): void {
@@ -43,7 +79,7 @@ export class SilenceWatch {
       const seen = this.seen.get(session);
       if (seen === undefined || seen.bytes !== bytes || socket.isPaused()) {
         this.seen.set(session, { bytes, since: now });
-      } else if (now - seen.since >= this.ms) {
+      } else if (now - seen.since >= this.limit(session)) {
         this.seen.delete(session);
         socket.destroy();
       }

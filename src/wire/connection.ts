@@ -45,6 +45,7 @@ import { BASELINE, type StartupSettings } from './startup-settings.js';
 import { isScoped } from '../control/key-scope.js';
 import { keyOfPrincipal } from '../control/audit.js';
 import { keyLabel } from '../shared/key-words.js';
+import type { WireTenancy } from './tenancy.js';
 
 export interface WireDeps {
   config: Config;
@@ -66,7 +67,9 @@ export interface WireDeps {
   secret: string;
   log: Logger;
   /** Told of each client once its session starts (the server stops them when it drains). */
-  onSession?: (raw: Socket, relay: Relay) => void;
+  onSession?: (raw: Socket, relay: Relay, user: string) => void;
+  /** Per-user connection counts and timeouts (tenancy.ts). */
+  tenancy?: WireTenancy | undefined;
 }
 
 function fatal(code: string, message: string, hint?: string): PgError {
@@ -229,6 +232,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     });
     const auditOrigin = { frontEnd: 'wire' as const, source: raw.remoteAddress ?? null, requestId: connId, ...keyOfPrincipal(principal) };
     reader.setMaxMessageBytes(deps.config.pgMaxMessageBytes);
+    deps.tenancy?.connect(principal.user, raw); // 53300 past the user's connections
     await deps.control.rights(principal); // warm the cache the relay reads synchronously
     // The user's own role, or a scoped key's (only its scope's privileges, DESIGN.md §10).
     const role = principal.role;
@@ -303,7 +307,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     socket.write(buildBackendKeyData(key.processId, key.secretKey));
     socket.write(buildReadyForQuery('I'));
     relay.start(queue.detach());
-    deps.onSession?.(raw, relay);
+    deps.onSession?.(raw, relay, role);
     if (deps.config.pgIdleTimeoutMs > 0) idleTimeout(socket, relay, deps.config.pgIdleTimeoutMs);
   } catch (err: unknown) {
     clearTimeout(timer);

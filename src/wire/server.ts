@@ -14,6 +14,9 @@ import { CancelRegistry, type CancelPeers } from './cancel.js';
 import { serveConnection } from './connection.js';
 import { sessionPoolFor } from '../upstream/session-pool.js';
 import type { BackendBudget } from '../upstream/budget.js';
+import type { Admission } from '../upstream/admission.js';
+import type { UserLimits } from '../shared/limits.js';
+import { WireTenancy } from './tenancy.js';
 import type { Relay } from './relay.js';
 import { loadTls } from './tls.js';
 import { watchPins, watchWireClients, type WireClientStates } from '../observe/metrics.js';
@@ -38,6 +41,10 @@ export interface WireServer {
    * the timeout.
    */
   drain(timeoutMs: number): Promise<void>;
+  /** The user's limits changed: backends logged in with the old timeouts are not reused. */
+  renew(role: string): void;
+  /** The user's connections open on this process. */
+  connectionsOf(user: string): number;
   close(): Promise<void>;
 }
 
@@ -67,6 +74,12 @@ export interface WireServerDeps {
   cancelPeers?: CancelPeers;
   /** The process's upstream backends, shared with the REST API (see budget.ts). */
   budget?: BackendBudget;
+  /** The process's fair queue of transactions, shared with the REST API (see admission.ts). */
+  admission?: Admission;
+  /** The settings a user's backends log in with (their timeouts). */
+  settingsOf?(role: string): Readonly<Record<string, string>>;
+  /** A user's limits, this process's share (connections and timeouts are kept here: tenancy.ts). */
+  limitsOf?(user: string): UserLimits;
 }
 
 /** Clients pinned to their backend between transactions, by reason. */
@@ -92,9 +105,12 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     // Pooling by transaction, a backend in use comes back soon: wait for it before opening another.
     growAfterMs: pooling ? config.pgPoolGrowAfterMs : undefined,
     budget: deps.budget,
+    admission: deps.admission,
+    settingsOf: deps.settingsOf,
     metricsName: 'wire',
     log,
   });
+  const tenancy = deps.limitsOf === undefined ? undefined : new WireTenancy(deps.limitsOf);
 
   const sockets = new Set<Socket>();
   const relays = new Map<Socket, Relay>();
@@ -125,9 +141,11 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
     throttle: new FailureThrottle(),
     secret: cluster.secret,
     log,
-    onSession: (raw: Socket, relay: Relay) => {
+    tenancy,
+    onSession: (raw: Socket, relay: Relay, user: string) => {
       if (!sockets.has(raw)) return; // gone already
       relays.set(raw, relay);
+      tenancy?.watch(raw, relay, user);
       if (draining) relay.closeWhenIdle(adminShutdown()); // finished start-up during the drain
     },
   };
@@ -186,8 +204,11 @@ export async function startWireServer(deps: WireServerDeps): Promise<WireServer>
       for (const s of sockets) if (!relays.has(s)) s.destroy(); // still in start-up
       await gone(FAREWELL_MS);
     },
+    renew: (role) => pool.renew(role),
+    connectionsOf: (user) => tenancy?.connectionsOf(user) ?? 0,
     close: async () => {
       unwatch();
+      tenancy?.close();
       const listening = stopListening();
       for (const s of sockets) s.destroy();
       await listening;

@@ -20,15 +20,21 @@ export type QueryCancelAnswer = { kind: 'query-cancel-result'; ref: number; foun
 export type MetricsAsk = { kind: 'metrics'; ref: number };
 export type MetricsAnswer = { kind: 'metrics-result'; ref: number; text?: string; error?: string };
 
+/** A user's wire connections on every worker (connection-counts.ts). */
+export type ConnectionsAsk = { kind: 'connections'; ref: number; user: string };
+export type ConnectionsAnswer = { kind: 'connections-result'; ref: number; count: number };
+
 export type WorkerMessage =
   | { kind: 'ready'; httpUrl: string; pgPort: number }
+  | ConnectionsAsk
+  | ConnectionsAnswer
   | MetricsAsk
   | { kind: 'failed'; error: PlainError }
   | QueryCancelAsk
   | QueryCancelAnswer;
 
 /** `stop`: drain (config `drainTimeoutMs`), then stop; a worker whose primary is gone stops at once. */
-export type PrimaryMessage = { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer | MetricsAnswer;
+export type PrimaryMessage = { kind: 'stop' } | QueryCancelAsk | QueryCancelAnswer | MetricsAnswer | ConnectionsAsk | ConnectionsAnswer;
 
 export function isMessage<T extends { kind: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { kind?: unknown }).kind === 'string';
@@ -51,16 +57,20 @@ export function workerCount(config: Config): number {
 
 /**
  * One worker's share of the limits that are meant for the whole service: connections, upstream
- * sessions per user, and the service's budget of upstream backends. Accepted connections are handed to workers in turn, so even shares
- * keep the service-wide totals.
+ * sessions per user, the service's budget of upstream backends and of transactions running at
+ * once. Accepted connections are handed to workers in turn, so even shares keep the service-wide
+ * totals. A 0 that means "sized at start-up" stays 0: the worker sizes it and takes its share
+ * then (main.ts). Each user's limits are shared the same way (shared/limits.ts).
  */
 export function workerShare(config: Config, workers: number): Config {
   const share = (limit: number) => Math.max(1, Math.ceil(limit / workers));
+  const sized = (limit: number) => (limit === 0 ? 0 : share(limit));
   return {
     ...config,
     pgMaxConnections: share(config.pgMaxConnections),
     pgSessionsPerUser: share(config.pgSessionsPerUser),
     upstreamPoolMax: share(config.upstreamPoolMax),
-    upstreamMaxSessions: share(config.upstreamMaxSessions),
+    upstreamMaxSessions: sized(config.upstreamMaxSessions),
+    upstreamActiveMax: sized(config.upstreamActiveMax),
   };
 }

@@ -16,6 +16,7 @@ import { loadTls } from '../wire/tls.js';
 import { workersMetrics } from '../observe/cluster-metrics.js';
 import { isMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 import { QueryCancelBroker } from './query-cancels.js';
+import { ConnectionsBroker } from './connection-counts.js';
 
 export interface RunningService {
   readonly httpUrl: string;
@@ -60,6 +61,7 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
   const env = config.upstreamUrl ? {} : { REPOBASE_UPSTREAM_URL: String(upstream.adminConfig.connectionString) };
   const workers = new Set<Worker>();
   const queryCancels = new QueryCancelBroker(send);
+  const connections = new ConnectionsBroker(send);
   let stopping = false;
 
   const stopAll = async () => {
@@ -78,6 +80,8 @@ export async function startPrimary(config: Config, log: Logger, count: number): 
       else if (m.kind === 'failed') onFailed(new PgError(m.error.code, m.error.message, { hint: m.error.hint, detail: m.error.detail }));
       else if (m.kind === 'query-cancel') queryCancels.ask(worker, m, [...workers].filter((other) => other !== worker && other.isConnected()));
       else if (m.kind === 'query-cancel-result') queryCancels.answer(m);
+      else if (m.kind === 'connections') connections.ask(worker, m, [...workers].filter((w) => w.isConnected()));
+      else if (m.kind === 'connections-result') connections.answer(m);
       else if (m.kind === 'metrics') workersMetrics().then((text) => send(worker, { kind: 'metrics-result', ref: m.ref, text }), (err: unknown) => send(worker, { kind: 'metrics-result', ref: m.ref, error: String(err) }));
     });
     worker.on('exit', (code, signal) => {

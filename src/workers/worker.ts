@@ -12,6 +12,7 @@ import type { Logger } from '../shared/logger.js';
 import { isMessage, workerCount, workerShare, type PrimaryMessage, type WorkerMessage } from './messages.js';
 import { workerQueryCancelPeers } from './query-cancels.js';
 import { metricsFromPrimary } from '../observe/cluster-metrics.js';
+import { workerConnectionCounts } from './connection-counts.js';
 
 function send(message: WorkerMessage): Promise<void> {
   return new Promise((resolve) => (process.connected ? process.send!(message, undefined, {}, () => resolve()) : resolve()));
@@ -22,6 +23,9 @@ const metrics = metricsFromPrimary((ref) => void send({ kind: 'metrics', ref }))
 process.on('message', (m: unknown) => {
   if (isMessage<PrimaryMessage>(m) && m.kind === 'metrics-result') metrics.answer(m.ref, m.text, m.error);
 });
+
+/** `GET /usage/` on this worker counts a user's connections on every worker, through the primary. */
+const connections = workerConnectionCounts((m) => void send(m));
 
 /** Runs until the primary says stop (or disappears); resolves to the exit code. */
 export async function runWorker(config: Config, log: Logger): Promise<number> {
@@ -41,13 +45,15 @@ export async function runWorker(config: Config, log: Logger): Promise<number> {
   let service;
   try {
     const queryCancelPeers = workerQueryCancelPeers((m) => void send(m));
-    service = await startService(workerShare(config, workerCount(config)), log, { queryCancelPeers, metrics: metrics.source });
+    const workers = workerCount(config);
+    service = await startService(workerShare(config, workers), log, { queryCancelPeers, metrics: metrics.source, workers, connectionsEverywhere: connections.everywhere });
   } catch (err: unknown) {
     const e = err instanceof PgError ? err : new PgError(SqlState.InternalError, err instanceof Error ? err.message : String(err));
     await send({ kind: 'failed', error: e.toJSON() });
     process.disconnect?.(); // the channel would keep this process alive
     return 1;
   }
+  connections.listen(service.connectionsOf);
   void send({ kind: 'ready', httpUrl: service.httpUrl, pgPort: service.pgPort });
   if ((await stopped) === 'drain') await Promise.race([service.drain(), primaryGone]);
   await service.stop();

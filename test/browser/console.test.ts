@@ -11,6 +11,7 @@ import { createServer, type Server } from 'node:http';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { expectAccessible, launchBrowser, screenshot, screenshotDir } from '../helpers/browser.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
@@ -328,6 +329,35 @@ describe('the web console', () => {
     await page.waitForURL((u) => u.pathname === '/');
     await expect.poll(() => page.getByRole('link', { name: `${alice.name}/sales` }).count()).toBe(0);
     expect(await svc.control.getRepo({ owner: alice.name, repo: 'sales' })).toBeUndefined();
+  });
+
+  it('the account page shows what the user uses against their limits', async () => {
+    const dora = await signUp('dora');
+    await svc.control.createRepo({ owner: dora.name, repo: 'big' });
+    const key = (await svc.control.createKey(dora.name)).key;
+    const c = new pg.Client(svc.pgOptions(dora.name, key));
+    await c.connect();
+    try {
+      await c.query(`CREATE TABLE "${dora.name}/big".t AS SELECT g AS id, repeat('x', 200) AS pad FROM generate_series(1, 4000) g`);
+      await svc.control.setLimits(dora.name, { storageBytes: 2 * 1024 * 1024, connections: 50, active: 4, timeBudgetMs: 20_000 });
+      const { page } = dora;
+      await page.getByRole('link', { name: 'Account' }).click();
+      await page.waitForURL((u) => u.pathname === '/account');
+      await expect.poll(() => page.getByRole('heading', { name: 'Your account' }).count()).toBe(1);
+      const meter = page.getByRole('meter', { name: 'Storage' });
+      await expect.poll(() => meter.count()).toBe(1);
+      expect(Number(await meter.getAttribute('value'))).toBeGreaterThan(500_000);
+      const text = await page.locator('main').innerText();
+      expect(text).toMatch(/[\d.,]+ (KiB|MiB) of 2 MiB \(\d+ %\)/);
+      expect(text).toContain('1 of 50'); // the psql-like client above
+      expect(text).toContain('at most 4 running at once');
+      expect(text).toContain('20 s upstream a minute');
+      expect(text).toContain('1 min'); // the statement timeout
+      await screenshot(page, shots, '11-account');
+      await expectAccessible(page, 'account page');
+    } finally {
+      await c.end();
+    }
   });
 
   it('sign-up → create repo → Connect → Create key with the keyboard alone', async () => {

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from '../../src/shared/logger.js';
 import { openCluster, type Cluster } from '../../src/upstream/cluster.js';
 import { RolePools } from '../../src/upstream/role-pools.js';
 import { sessionPoolFor } from '../../src/upstream/session-pool.js';
+import { defaultLimits, loginSettings } from '../../src/shared/limits.js';
 import { testConfig } from './cluster.js';
 
 export interface RestServer {
@@ -63,7 +64,7 @@ export async function startRest(opts: { config?: Record<string, unknown>; captur
   const policy = await createPolicy({ maxStatementBytes: config.maxStatementBytes });
   const upstream = { ...cluster, ...opts.cluster };
   const pools = new RolePools({ cluster: upstream, config, log });
-  const sessions = sessionPoolFor(upstream, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, log });
+  const sessions = sessionPoolFor(upstream, { maxPerRole: config.upstreamPoolMax, idleMs: config.upstreamIdleMs, reset: 'lazy', waitMs: 10_000, settingsOf: () => loginSettings(defaultLimits(config)), log });
   const queries = await AsyncQueries.start({ cluster: upstream, control, policy, config, log });
   const app = await buildApp({ config, control, log, policy, pools, sessions, queries });
   await app.listen({ host: '127.0.0.1', port: 0 });

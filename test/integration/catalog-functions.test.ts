@@ -310,7 +310,7 @@ describe('bob probes alice\'s private objects through every checked function', (
     }
     // Her own casts still show her names; bob's own objects show his.
     const aliceClient = await connect(alice, `${alice.name}/secret`);
-    // (By name: in which order pg_class gives her relations back is Postgres' business.)
+    // (Her table payroll, found by name: catalog rows come in no set order.)
     const payroll = objects.get('class')!.find((o) => o.name.endsWith('.payroll'))!;
     expect(await wire(aliceClient, `SELECT ${payroll.oid}::regclass::text`, false)).toContain('payroll');
     expect(await wire(bobClient, "SELECT c.oid::regclass::text FROM pg_class c WHERE relname = 'probe'", false)).toContain('probe');

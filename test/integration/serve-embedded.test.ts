@@ -5,7 +5,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, readFile, writeFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
+import pg from 'pg';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processAlive as alive } from '../../src/upstream/embedded.js';
@@ -90,6 +91,42 @@ describe('repobase serve on the embedded Postgres', () => {
     process.kill(-s.child.pid!, 'SIGTERM');
     expect(await s.exited).toBe(0);
     await expect.poll(() => alive(pid), { timeout: 5000 }).toBe(false);
+  });
+
+  it('gives the service a higher CPU weight than the embedded Postgres\' backends (upstreamNice)', async () => {
+    const s = serve();
+    await healthy(env.REPOBASE_HTTP_PORT!, 15_000);
+    const wire = new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user: 'walkthrough', password: key, database: 'repobase' });
+    await wire.connect();
+    const password = (await readFile(join(dataDir, 'pg-superuser-password'), 'utf8')).trim();
+    const admin = new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_EMBEDDED_PG_PORT), user: 'postgres', password, database: 'repobase' });
+    await admin.connect();
+    try {
+      await wire.query('SELECT 1');
+      const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE usename = 'walkthrough'");
+      expect(rows.length).toBeGreaterThan(0);
+      const backend = rows[0]!.pid;
+      const autogroups = (await readFile('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').catch(() => '0')).trim() === '1';
+      const autogroupNice = async (pid: number) => Number(/ nice (-?\d+)$/.exec((await readFile(`/proc/${pid}/autogroup`, 'utf8')).trim())?.[1]);
+      if (process.getuid?.() === 0) {
+        // Allowed to: the service raises itself, and Postgres stays as it is towards the rest of the host.
+        expect(getPriority(s.child.pid!)).toBe(-10);
+        if (autogroups) {
+          expect(await autogroupNice(s.child.pid!)).toBe(-10);
+          expect(await autogroupNice(backend)).toBe(0);
+        }
+        expect(getPriority(await postmasterPid())).toBe(0);
+      } else {
+        expect(getPriority(await postmasterPid())).toBe(10);
+        if (autogroups) await expect.poll(() => autogroupNice(backend)).toBe(10);
+        else expect(getPriority(backend)).toBe(10);
+      }
+    } finally {
+      await wire.end();
+      await admin.end();
+      process.kill(-s.child.pid!, 'SIGTERM');
+      await s.exited;
+    }
   });
 
   it('stores the superuser password and secret with mode 0600', async () => {

@@ -1,6 +1,7 @@
 /**
  * `repobase serve` with two worker processes on the same ports: connections are spread over
- * them, a cancel (wire or REST) works whichever worker its connection reaches, schema events
+ * them, a cancel (wire or REST) works whichever worker its connection reaches, a user's limits
+ * set by the admin CLI hold on every worker within a moment, schema events
  * reach the streams of both, a killed worker is replaced while the other's clients go on, and a
  * stop ends every process.
  */
@@ -155,6 +156,37 @@ describe('repobase serve with two workers', () => {
     const unknown = await restOnce('POST', '/query/nobody-runs-this/cancel');
     expect(unknown.statusCode).toBe(404);
     expect((JSON.parse(await textOf(unknown)) as { error: { code: string } }).error.code).toBe('42704');
+  });
+
+  it('holds a limit the admin CLI sets on every worker within a moment, and goes back to the default', async () => {
+    const set = await runCli(['user', 'limits', user, '--statement-timeout', '200ms'], env);
+    expect(set.code, set.stderr).toBe(0);
+    // Requests on connections of their own reach the workers in turn: four in a row, two each.
+    const timedOut = async () => {
+      const codes = await Promise.all(
+        [0, 1, 2, 3].map(async () => {
+          const res = await restOnce('POST', '/query/', { body: { query_string: 'SELECT pg_sleep(1)' } });
+          return res.statusCode === 504 ? (JSON.parse(await textOf(res)) as { error: { code: string } }).error.code : String(res.statusCode);
+        }),
+      );
+      return codes.every((c) => c === '57014');
+    };
+    await expect.poll(timedOut, { timeout: 10_000, interval: 100 }).toBe(true);
+    const reset = await runCli(['user', 'limits', user, '--reset'], env);
+    expect(reset.code, reset.stderr).toBe(0);
+    await expect.poll(async () => (await restOnce('POST', '/query/', { body: { query_string: 'SELECT pg_sleep(0.5)' } })).statusCode, { timeout: 10_000, interval: 100 }).toBe(200);
+  });
+
+  it("counts a user's wire connections on both workers in GET /usage/", async () => {
+    // Connections are handed to the workers in turn: three land on both.
+    const clients = [connect(), connect(), connect()];
+    for (const c of clients) await c.connect();
+    try {
+      const count = async () => (JSON.parse(await textOf(await restOnce('GET', '/usage/'))) as { now: { wire_connections: number } }).now.wire_connections;
+      expect([await count(), await count()]).toEqual([3, 3]); // asked of one worker, then of the other
+    } finally {
+      for (const c of clients) await c.end();
+    }
   });
 
   it('sends schema events to the event streams on both workers', async () => {

@@ -29,7 +29,7 @@ afterAll(async () => {
 /** `user`'s counts summed over every hour, once everything counted so far is written. */
 async function totals(user: string): Promise<UsageCounts> {
   await srv.control.usage.flush();
-  const sum: UsageCounts = { statements: 0, rowsReturned: 0, bytesIn: 0, bytesOut: 0, uploadBytes: 0 };
+  const sum: UsageCounts = { statements: 0, rowsReturned: 0, bytesIn: 0, bytesOut: 0, uploadBytes: 0, queuedMs: 0 };
   for (const r of await srv.control.usageRows({ user })) {
     for (const k of Object.keys(sum) as (keyof UsageCounts)[]) sum[k] += r[k];
   }
@@ -37,7 +37,7 @@ async function totals(user: string): Promise<UsageCounts> {
 }
 
 function minus(a: UsageCounts, b: UsageCounts): UsageCounts {
-  return { statements: a.statements - b.statements, rowsReturned: a.rowsReturned - b.rowsReturned, bytesIn: a.bytesIn - b.bytesIn, bytesOut: a.bytesOut - b.bytesOut, uploadBytes: a.uploadBytes - b.uploadBytes };
+  return { statements: a.statements - b.statements, rowsReturned: a.rowsReturned - b.rowsReturned, bytesIn: a.bytesIn - b.bytesIn, bytesOut: a.bytesOut - b.bytesOut, uploadBytes: a.uploadBytes - b.uploadBytes, queuedMs: a.queuedMs - b.queuedMs };
 }
 
 function query(key: string, sql: string): Promise<Response> {

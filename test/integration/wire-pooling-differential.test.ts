@@ -16,6 +16,7 @@ import type { UpstreamTarget } from '../../src/upstream/session.js';
 import { ScriptClient } from '../helpers/script-client.js';
 import { generateScript, SCRIPT_SETUP, type Script } from '../helpers/session-scripts.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { defaultLimits, loginSettings } from '../../src/shared/limits.js';
 
 const CLIENTS = 12;
 const BACKENDS = 3;
@@ -56,11 +57,13 @@ async function userRun(svc: TestService, kind: 'direct' | 'through'): Promise<Ru
   for (const sql of SCRIPT_SETUP) await setup.query(sql);
   await setup.end();
   if (kind === 'direct') {
+    // The service logs its backends in with the user's limits as session defaults: so does the direct run.
+    const limits = Object.entries(loginSettings(defaultLimits(svc.config))).map(([name, value]) => `-c ${name}=${value}`);
     return {
       label: 'direct',
       user: who.name,
       repo,
-      connect: (params) => ScriptClient.connect(direct, { ...params, options: `-c search_path=${schema} ${params.options ?? ''}`.trim() }),
+      connect: (params) => ScriptClient.connect(direct, { ...params, options: [`-c search_path=${schema}`, ...limits, params.options ?? ''].join(' ').trim() }),
     };
   }
   const through: UpstreamTarget = { host: '127.0.0.1', port: svc.pgPort, database: `${who.name}/${repo}`, user: who.name, password: who.key };

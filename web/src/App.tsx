@@ -4,6 +4,7 @@
  */
 import { lazy, Suspense } from 'react';
 import { Route, Switch } from 'wouter';
+import { AccountPage } from './account/AccountPage.tsx';
 import { LoginPage } from './account/LoginPage.tsx';
 import { RequireSession } from './account/RequireSession.tsx';
 import { SessionProvider } from './account/session.tsx';
@@ -48,6 +49,7 @@ export function App() {
                   <Switch>
                     <Route path="/" component={RepoListPage} />
                     <Route path="/new" component={NewRepoPage} />
+                    <Route path="/account" component={AccountPage} />
                     <Route path="/sql" component={SqlEditorPage} />
                     <Route path="/:owner/:repo">{({ owner, repo }) => <RepoPage key={`${owner}/${repo}`} owner={owner} repo={repo} />}</Route>
                     <Route path="/:owner/:repo/-/upload">{({ owner, repo }) => <UploadPage key={`${owner}/${repo}`} owner={segment(1)} repo={segment(2)} />}</Route>

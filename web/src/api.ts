@@ -22,6 +22,7 @@ import type {
   RepoList,
   SessionInfo,
   UpdateRepo,
+  UsageList,
 } from '../../src/http/schemas.ts';
 
 export type { Collaborator, ConnectionInfo, KeyInfo, NewKey, QueryAccepted, QueryInfo, Repo, RepoDetail, SessionInfo } from '../../src/http/schemas.ts';
@@ -175,6 +176,13 @@ export const listKeys = async () => (await request<KeyList>('GET', '/keys/')).ke
 export const createKey = (scope: KeyRequest = {}) => request<NewKey>('POST', '/keys/', { body: scope });
 
 export const revokeKey = (id: string) => request<void>('DELETE', `/keys/${segment(id)}`);
+
+// --- usage and limits ----------------------------------------------------------------------
+
+export type UsageInfo = UsageList;
+
+/** Your usage of the last hours, what you keep stored, your limits and what you use of them now. */
+export const getUsage = () => request<UsageList>('GET', '/usage/?since=1h');
 
 // --- queries -------------------------------------------------------------------------------
 

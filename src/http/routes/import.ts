@@ -13,6 +13,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type, { type Static } from 'typebox';
 import type { ControlPlane, Principal } from '../../control/control-plane.js';
 import { isScoped } from '../../control/key-scope.js';
+import { quotaError } from '../../policy/index.js';
 import { lendComment } from '../../policy/key-scope.js';
 import { keyLabel, scopeWords, WIDER_KEY_HINT } from '../../shared/key-words.js';
 import { createImportJob, finishImportJob, getImportJob, updateImportJob, type ImportJob } from '../../control/imports.js';
@@ -159,7 +160,13 @@ async function authorize(control: ControlPlane, who: Principal, opts: UploadOpti
     });
   }
   if (!access) throw new PgError(SqlState.InvalidSchemaName, `repo "${opts.repo}" does not exist`);
-  if (access === 'own' || (access === 'write' && opts.mode === 'append')) return opts.repo;
+  if (access === 'own' || (access === 'write' && opts.mode === 'append')) {
+    // An upload adds data: not into the repos of an owner over their storage quota.
+    const owner = opts.repo.slice(0, opts.repo.indexOf('/'));
+    const full = rights.full?.get(owner);
+    if (full !== undefined) throw quotaError(opts.repo, owner, full);
+    return opts.repo;
+  }
   throw new PgError(SqlState.InsufficientPrivilege, `permission denied for repo "${opts.repo}"`, {
     hint: access === 'write' ? 'collaborators with write access may only append (mode=append)' : 'only the owner creates tables in a repo',
   });

@@ -45,6 +45,8 @@ beforeAll(async () => {
   transpile(join(root, 'src/shared/chars.ts'), join(out, 'src/shared/chars.js'));
   // Which client encodings the policy lets a session set.
   transpile(join(root, 'src/shared/client-encoding.ts'), join(out, 'src/shared/client-encoding.js'));
+  // How a storage quota's refusal says sizes.
+  transpile(join(root, 'src/shared/units.ts'), join(out, 'src/shared/units.js'));
   // The policy's cache counts hits and misses for the metrics.
   transpile(join(root, 'src/observe/metrics.ts'), join(out, 'src/observe/metrics.js'));
   writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');

@@ -2,7 +2,7 @@ import { Link } from 'wouter';
 import { useSession, useUser } from '../account/session.tsx';
 import { ConnectButton } from '../connect/ConnectButton.tsx';
 
-/** The bar on every logged-in page: home, who you are, Connect, Log out. */
+/** The bar on every logged-in page: home, who you are, the SQL editor, your account, Connect, Log out. */
 export function Header() {
   const user = useUser();
   const { logOut } = useSession();
@@ -20,6 +20,9 @@ export function Header() {
           </span>
           <Link href="/sql" className="button button-quiet">
             SQL editor
+          </Link>
+          <Link href="/account" className="button button-quiet">
+            Account
           </Link>
           <ConnectButton />
           <button type="button" className="button button-quiet" onClick={() => void logOut()}>
