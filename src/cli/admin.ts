@@ -103,7 +103,7 @@ export function adminCommands(ctx: CliContext, configOf: ConfigOf): Command[] {
       checkUser(name);
       if (process.stdin.isTTY) ctx.err(`password for ${name} (at least ${PASSWORD_MIN_CHARS} characters), then Enter:\n`);
       const password = checkPassword(await readFirstLine(process.stdin));
-      await withControl(ctx, configOf(cmd), (c) => c.setPassword(name, password));
+      await withControl(ctx, configOf(cmd), (c) => c.people.setPassword(name, password));
       ctx.err(`password set for user ${name}\n`);
     });
   addLimitCommands(user, ctx, configOf, withControl, checkUser);

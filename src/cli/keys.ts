@@ -108,7 +108,7 @@ export function keyCommands(ctx: CliContext, configOf: ConfigOf, withControl: Wi
     if (user === undefined) throw new UsageError('whose key? give <user> (as the operator), or a key with -k / REPOBASE_API_KEY');
     checkUser(user);
     const made = await withControl(ctx, configOf(cmd), async (c) => {
-      const k = await c.createKey(user, scope);
+      const k = await c.keys.create(user, scope);
       c.audit.record({ action: 'key_create', user, frontEnd: 'cli', source: null, requestId: null, target: k.id, detail: k.access });
       return k;
     });
@@ -121,7 +121,7 @@ export function keyCommands(ctx: CliContext, configOf: ConfigOf, withControl: Wi
     .option('--json', 'print JSON')
     .action(async (user: string, opts: { json?: boolean }, cmd: Command) => {
       checkUser(user);
-      const keys = (await withControl(ctx, configOf(cmd), (c) => c.listKeys(user))).map(asJson);
+      const keys = (await withControl(ctx, configOf(cmd), (c) => c.keys.list(user))).map(asJson);
       ctx.out(opts.json ? `${JSON.stringify({ keys })}\n` : keyTable(keys));
     });
 
@@ -131,7 +131,7 @@ export function keyCommands(ctx: CliContext, configOf: ConfigOf, withControl: Wi
         await createClient(ctx, opts).request('DELETE', `/keys/${encodeURIComponent(id)}`);
       } else {
         await withControl(ctx, configOf(cmd), async (c) => {
-          await c.revokeKey(id);
+          await c.keys.revoke(id);
           c.audit.record({ action: 'key_revoke', user: null, frontEnd: 'cli', source: null, requestId: null, target: id });
         });
       }

@@ -1,6 +1,7 @@
 /**
- * The control plane: users, API keys, repos and collaborators, kept in a private schema on the
- * admin pool. Both front ends and the admin CLI go through this one object.
+ * The control plane: users, repos and collaborators, kept in a private schema on the admin pool,
+ * and the stores beside them (API keys, people, audit, usage, limits). Both front ends and the
+ * admin CLI go through this one object.
  */
 import type pg from 'pg';
 import type { Logger } from '../shared/logger.js';
@@ -14,9 +15,7 @@ import { KeyStore, type KeyWatcher } from './key-store.js';
 import type { KeyRequest } from './key-scope.js';
 import { syncRepoForKeys } from './key-roles.js';
 import { keyDdlInstalled, migrate, schemaEventsInstalled } from './migrations.js';
-import { createPlaced, repoPlacer } from './placement.js';
-import { hasCitus } from '../upstream/citus.js';
-import { isJoinRefusal, Placements } from '../upstream/citus-joins.js';
+import { CitusPlacing } from './placement.js';
 import { parseRepoRef, schemaName, type RepoRef } from './names.js';
 import {
   deleteRepo,
@@ -35,26 +34,13 @@ import {
   type RepoInfo,
 } from './repos.js';
 import { deleteUser, insertUser, listUsers, syncRolePasswords, type UserInfo } from './users.js';
-import {
-  assertPassword,
-  checkPassword,
-  createSession,
-  deleteSession,
-  hashPassword,
-  invalidCredentials,
-  loadSession,
-  needsRenewal,
-  setPassword,
-  touchSession,
-  type NewWebSession,
-  type WebSession,
-} from './accounts.js';
+import type { NewWebSession, WebSession } from './accounts.js';
+import { People } from './people.js';
 import { TtlCache } from './ttl-cache.js';
 import { AuditLog, listAudit, type AuditEntry, type AuditFilter } from './audit.js';
 import { storageOf, type Storage } from './storage.js';
 import { UsageRecorder, listUsage, type UsageRow } from './usage.js';
 import { NO_LIMITS, type LimitOverrides, type UserLimits } from '../shared/limits.js';
-import type { StorageUse } from '../policy/index.js';
 import { Tenancy } from './tenancy.js';
 
 export type { SchemaChange };
@@ -66,8 +52,6 @@ import type { Rights } from '../policy/types.js';
 /** Back-off of the retries of `openWhenReachable`: doubling from the first delay up to the last. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 2_000;
-/** On Citus: how often the cache of where repos are placed is read again (see citus-joins.ts). */
-const PLACEMENTS_REFRESH_MS = 10_000;
 
 export interface ControlPlaneOptions {
   /** Listen for changes made by other instances (serving processes do; one-shot CLI commands don't). */
@@ -83,17 +67,15 @@ export interface ControlPlaneOptions {
 export class ControlPlane {
   private readonly rightsCache = new TtlCache<string, Rights>(CACHE_TTL_MS, 10_000);
   /** API keys: their checks, scopes, roles and watchers (key-store.ts). */
-  private readonly keys: KeyStore;
+  readonly keys: KeyStore;
+  /** People: console passwords and sessions (people.ts). */
+  readonly people: People;
   /** Whether write keys may change structure: the event triggers of migration 12 are installed. */
   private keyDdl = false;
   private readonly schemaHandlers = new Set<(change: SchemaChange) => void>();
   private listener: { ready: Promise<void>; close(): Promise<void> } | undefined;
-  /** Set on a Citus coordinator: where each repo is stored. */
-  private placements: Placements | undefined;
-  /** On a Citus coordinator, repos are created on their owner's node (see placement.ts). */
-  private citus = false;
-  private placer: ((change: SchemaChange) => void) | undefined;
-  private stopPlacements: (() => void) | undefined;
+  /** On a Citus coordinator: where repos are stored and placed (placement.ts). */
+  private readonly citus: CitusPlacing;
   /** Where front ends report audited actions (buffered; see audit.ts). */
   readonly audit: AuditLog;
   /** Where front ends count per-user usage (buffered; see usage.ts). */
@@ -104,11 +86,7 @@ export class ControlPlane {
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
-  private constructor(
-    private readonly cluster: Cluster,
-    private readonly log: Logger,
-    opts: ControlPlaneOptions,
-  ) {
+  private constructor(private readonly cluster: Cluster, private readonly log: Logger, opts: ControlPlaneOptions) {
     this.keys = new KeyStore({
       admin: () => this.db,
       pool: cluster.admin,
@@ -118,6 +96,8 @@ export class ControlPlane {
       peekRights: (user) => this.rightsCache.get(user),
       ddl: () => this.keyDdl,
     });
+    this.people = new People(() => this.db, cluster.secret);
+    this.citus = new CitusPlacing(cluster.admin, log);
     this.audit = new AuditLog(cluster.admin, log);
     this.usage = new UsageRecorder(cluster.admin, log);
     this.tenancy = new Tenancy(cluster.admin, opts.defaultLimits ?? NO_LIMITS, log);
@@ -158,14 +138,12 @@ export class ControlPlane {
    * on Citus, a join of repos on different nodes names the repos (see upstream/citus-joins.ts).
    */
   async explainError(err: PgError, sql: string): Promise<PgError | undefined> {
-    if (this.placements === undefined || !isJoinRefusal(err)) return undefined;
-    await this.placements.refresh();
-    return this.placements.explain(err, sql);
+    return this.citus.explain(err, sql);
   }
 
   /** As `explainError`, at once, from what is known now (the wire relay answers in order). */
   explainErrorNow(err: PgError, sql: string): PgError | undefined {
-    return this.placements?.explain(err, sql);
+    return this.citus.explainNow(err, sql);
   }
 
   /** Start-up work on the upstream: the one thing `open` and each retry of `openWhenReachable` do. */
@@ -175,13 +153,7 @@ export class ControlPlane {
     const reset = await inTransaction(this.cluster.admin, (db) => syncRolePasswords(db, this.cluster.secret, secretFingerprint(this.cluster.secret)));
     if (reset) this.log.warn({ roles: reset }, 'server secret changed: user role passwords reset');
     this.keyDdl = await keyDdlInstalled(this.cluster.admin);
-    if (await hasCitus(this.cluster.admin)) {
-      this.citus = true;
-      const placements = (this.placements ??= new Placements(this.cluster.admin, this.log));
-      await placements.refresh();
-      this.stopPlacements ??= placements.keepFresh(PLACEMENTS_REFRESH_MS);
-      this.placer = repoPlacer(this.cluster.admin, this.log, () => void placements.refresh());
-    }
+    await this.citus.start();
     if (opts.listen && !this.closed) {
       this.listener ??= listen(this.cluster.adminConfig, (e) => this.onEvent(e), this.log); // once, though a retry may come back here
       await this.listener.ready;
@@ -251,7 +223,7 @@ export class ControlPlane {
   private onEvent(e: ListenerEvent): void {
     switch (e.kind) {
       case 'schema':
-        this.placer?.(e.change);
+        this.citus.changed(e.change);
         for (const handler of this.schemaHandlers) handler(e.change);
         break;
       case 'key':
@@ -291,114 +263,6 @@ export class ControlPlane {
     this.onEvent({ kind: 'user', name });
   }
 
-  // ── people: passwords and console sessions ────────────────────────────────────────────
-
-  /** Creates user `name` as createUser does (role, first key) with a password, and logs them in. */
-  async signUp(name: string, password: string): Promise<NewWebSession> {
-    assertPassword(password);
-    // Hashed before the transaction: the slow part must not hold a connection in a transaction.
-    const passwordHash = await hashPassword(password);
-    return inTransaction(this.db, async (db) => {
-      await insertUser(db, name, this.cluster.secret);
-      await setPassword(db, name, passwordHash);
-      return createSession(db, name);
-    });
-  }
-
-  /** Sets `name`'s console password (42704 for an unknown user); their open sessions end. */
-  async setPassword(name: string, password: string): Promise<void> {
-    assertPassword(password);
-    const passwordHash = await hashPassword(password);
-    await inTransaction(this.db, (db) => setPassword(db, name, passwordHash));
-  }
-
-  /** A new session for `name`, or 28P01, the same for an unknown user and a wrong password. */
-  async logIn(name: string, password: string): Promise<NewWebSession> {
-    if (!(await checkPassword(this.db, name, password))) throw invalidCredentials();
-    return inTransaction(this.db, (db) => createSession(db, name));
-  }
-
-  /**
-   * The live session behind cookie id `id`, renewed when due. Read from the control plane on
-   * every call, never cached: a log-out must end the session on every instance at once.
-   */
-  async session(id: string): Promise<WebSession | undefined> {
-    const found = await loadSession(this.db, id);
-    if (!found || !needsRenewal(found)) return found;
-    const expiresAt = await touchSession(this.db, id);
-    return expiresAt && { ...found, expiresAt, renewed: true };
-  }
-
-  /** Ends session `id` (log-out); an unknown id is not an error. */
-  async endSession(id: string): Promise<void> {
-    return deleteSession(this.db, id);
-  }
-
-  // ── API keys ──────────────────────────────────────────────────────────────────────────
-
-  /** A new key of `user` (full unless `request` scopes it; see KeyStore.create). */
-  async createKey(user: string, request?: KeyRequest): Promise<NewKey> {
-    return this.keys.create(user, request);
-  }
-
-  /** `user`'s keys that were not revoked, expired ones included. */
-  async listKeys(user: string): Promise<KeyInfo[]> {
-    return this.keys.list(user);
-  }
-
-  /** Revokes a key (only `user`'s when given); what runs with it ends here at once, on other instances when the NOTIFY arrives. */
-  async revokeKey(id: string, user?: string): Promise<void> {
-    return this.keys.revoke(id, user);
-  }
-
-  /** The SCRAM salt and per-key verifiers of `user`, or undefined for an unknown user (cached like keys). */
-  async scramCredentials(user: string): Promise<ScramCredentials | undefined> {
-    return this.keys.scramCredentials(user);
-  }
-
-  /** Marks a key as used (the wire front end, after a SCRAM exchange that matched it). */
-  recordKeyUse(keyId: string): void {
-    this.keys.recordUse(keyId);
-  }
-
-  /** API key → principal, or PgError 28P01 (28000 for an expired key). The same check for the REST and wire front ends. */
-  async authenticate(key: string): Promise<Principal> {
-    return this.keys.authenticate(key);
-  }
-
-  /** Key `keyId` of `user` as it is now (see KeyStore.principalOfKey). */
-  principalOfKey(user: string, keyId: string): Promise<Principal> {
-    return this.keys.principalOfKey(user, keyId);
-  }
-
-  /**
-   * `authenticate` without a wait when the key's row is cached (the common case: the REST API
-   * checks a key on every request): the principal, or PgError 28P01; undefined when the row must
-   * be read first.
-   */
-  peekAuthenticate(key: string): Principal | undefined {
-    return this.keys.peek(key);
-  }
-
-  /** Ends what runs with the principal's key (`watcher.cancel`) when the key is revoked or expires, until `unwatchKey`. */
-  watchKey(principal: Principal, watcher: KeyWatcher): void {
-    this.keys.watch(principal, watcher);
-  }
-
-  unwatchKey(principal: Principal, watcher: KeyWatcher): void {
-    this.keys.unwatch(principal, watcher);
-  }
-
-  /** Drops the roles of expired scoped keys now (the serving instances do it every minute). */
-  sweepExpiredKeys(): Promise<number> {
-    return this.keys.sweepExpired();
-  }
-
-  /** Whether write keys may change structure here (the event triggers of migration 12 are installed). */
-  get keysCanChangeStructure(): boolean {
-    return this.keyDdl;
-  }
-
   // ── repos ─────────────────────────────────────────────────────────────────────────────
 
   async createRepo(ref: RepoRef | string, opts: { isPrivate?: boolean; description?: string } = {}): Promise<RepoInfo> {
@@ -408,7 +272,7 @@ export class ControlPlane {
       await syncRepoForKeys(db, r.owner, schemaName(r), 'own', this.keyDdl); // the owner's keys for every repo, or listing this name
       return info;
     };
-    const info = await inTransaction(this.db, (db) => (this.citus ? createPlaced(db, this.log, r.owner, schemaName(r), () => insert(db)) : insert(db)));
+    const info = await inTransaction(this.db, (db) => this.citus.create(db, r.owner, schemaName(r), () => insert(db)));
     this.rightsCache.clear();
     return info;
   }
@@ -528,7 +392,7 @@ export class ControlPlane {
     this.closed = true;
     this.tenancy.close();
     clearTimeout(this.retryTimer);
-    this.stopPlacements?.();
+    this.citus.close();
     await this.listener?.close();
     await Promise.all([this.keys.close(), this.audit.close(), this.usage.close()]);
   }

@@ -183,6 +183,11 @@ export class KeyStore {
     return cached.principal;
   }
 
+  /** Whether write keys may change structure here (the event triggers of migration 12 are installed). */
+  get canChangeStructure(): boolean {
+    return this.deps.ddl();
+  }
+
   // ── rights ────────────────────────────────────────────────────────────────────────────
 
   /**

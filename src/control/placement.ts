@@ -7,7 +7,9 @@
  */
 import type pg from 'pg';
 import type { Logger } from '../shared/logger.js';
-import { nodeName } from '../upstream/citus.js';
+import type { PgError } from '../shared/errors.js';
+import { hasCitus, nodeName } from '../upstream/citus.js';
+import { isJoinRefusal, Placements } from '../upstream/citus-joins.js';
 import { aimNewRepo, placeRepo, plannedNode } from '../upstream/citus-placement.js';
 import type { Queryable } from './db.js';
 import type { SchemaChange } from './events.js';
@@ -49,4 +51,61 @@ export function repoPlacer(admin: pg.Pool, log: Logger, onPlaced: () => void): (
       )
       .finally(() => busy.delete(change.repo));
   };
+}
+
+/** On Citus: how often the cache of where repos are placed is read again (see citus-joins.ts). */
+const PLACEMENTS_REFRESH_MS = 10_000;
+
+/**
+ * The control plane's part on a Citus coordinator (nothing elsewhere): where repos are stored,
+ * new repos placed on their owner's node, repos moved there by the placer, and joins of repos on
+ * different nodes explained by their names.
+ */
+export class CitusPlacing {
+  private placements: Placements | undefined;
+  private placer: ((change: SchemaChange) => void) | undefined;
+  private stopRefresh: (() => void) | undefined;
+  /** Whether the cluster is a Citus coordinator. */
+  on = false;
+
+  constructor(
+    private readonly admin: pg.Pool,
+    private readonly log: Logger,
+  ) {}
+
+  /** Finds out whether the cluster runs Citus, and if so starts keeping track (again on a retried start-up). */
+  async start(): Promise<void> {
+    if (!(await hasCitus(this.admin))) return;
+    this.on = true;
+    const placements = (this.placements ??= new Placements(this.admin, this.log));
+    await placements.refresh();
+    this.stopRefresh ??= placements.keepFresh(PLACEMENTS_REFRESH_MS);
+    this.placer = repoPlacer(this.admin, this.log, () => void placements.refresh());
+  }
+
+  /** Runs `create` (making repo `schema` of `owner` in `db`'s transaction) so that Citus places it on its owner's node. */
+  create<T>(db: Queryable, owner: string, schema: string, create: () => Promise<T>): Promise<T> {
+    return this.on ? createPlaced(db, this.log, owner, schema, create) : create();
+  }
+
+  /** A schema change, for the placer. */
+  changed(change: SchemaChange): void {
+    this.placer?.(change);
+  }
+
+  /** The clearer error of a join of repos on different nodes, after reading the placements again. */
+  async explain(err: PgError, sql: string): Promise<PgError | undefined> {
+    if (this.placements === undefined || !isJoinRefusal(err)) return undefined;
+    await this.placements.refresh();
+    return this.placements.explain(err, sql);
+  }
+
+  /** As `explain`, at once, from what is known now. */
+  explainNow(err: PgError, sql: string): PgError | undefined {
+    return this.placements?.explain(err, sql);
+  }
+
+  close(): void {
+    this.stopRefresh?.();
+  }
 }

@@ -173,7 +173,7 @@ export class AsyncQueries {
     const source: AuditSource = mine?.source ?? { frontEnd: 'rest', source: null, requestId: null };
     // A query that waited runs with its key as the key is now: its scope, or 401 when it was
     // revoked or expired meanwhile.
-    const principal = mine?.principal ?? this.deps.control.principalOfKey(record.user, record.keyId);
+    const principal = mine?.principal ?? this.deps.control.keys.principalOfKey(record.user, record.keyId);
     local.done = this.start(record, principal, mine?.run, source, runner, local).finally(() => {
       this.local.delete(record.id);
       // Its slot is free: the user's next query, if one waits.

@@ -73,11 +73,11 @@ function bearer(req: FastifyRequest, control: ControlPlane, header: string): Pri
   const key = keyOf(header);
   let known: Principal | undefined;
   try {
-    known = control.peekAuthenticate(key);
+    known = control.keys.peek(key);
   } catch (err: unknown) {
     keyFailed(req, control, key, err);
   }
-  return known ?? control.authenticate(key).catch((err: unknown) => keyFailed(req, control, key, err));
+  return known ?? control.keys.authenticate(key).catch((err: unknown) => keyFailed(req, control, key, err));
 }
 
 /** The caller of the console's session cookie; null without one on an `optional` route. */
@@ -87,7 +87,7 @@ async function cookie(req: FastifyRequest, reply: FastifyReply, control: Control
     if (mode === 'optional') return null;
     throw noKey('no API key');
   }
-  const session = await control.session(id);
+  const session = await control.people.session(id);
   if (!session) {
     // A dead cookie would otherwise be sent with every request until it expires in the browser.
     clearSessionCookie(req, reply, opts.cookieSecure);

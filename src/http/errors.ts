@@ -7,7 +7,8 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PgError, SqlState } from '../shared/errors.js';
-import { countError, originOf } from '../observe/metrics.js';
+import { countError } from '../observe/metrics.js';
+import { originOf } from '../observe/error-origins.js';
 
 /** Codes whose status differs from their class's. */
 const BY_CODE: Readonly<Record<string, number>> = {

@@ -73,13 +73,13 @@ export function openSchemaStream(control: ControlPlane, who: Principal, log: Log
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), opts.keepAliveMs);
   keepAlive.unref();
   const keyEnd = { cancel: () => stream.destroy() };
-  control.watchKey(who, keyEnd);
+  control.keys.watch(who, keyEnd);
   openStreams++;
   stream.once('close', () => {
     openStreams--;
     clearInterval(keepAlive);
     unsubscribe();
-    control.unwatchKey(who, keyEnd);
+    control.keys.unwatch(who, keyEnd);
   });
   write(`retry: ${opts.retryMs}\n\n`);
   return stream;

@@ -11,7 +11,8 @@ import { performHandled } from '../control/handled.js';
 import type { Decision, Policy, Session } from '../policy/index.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import { REST_SEARCH_PATH } from '../upstream/role-pools.js';
-import { decisions, tagOrigin } from '../observe/metrics.js';
+import { decisions } from '../observe/metrics.js';
+import { tagOrigin } from '../observe/error-origins.js';
 
 /** Every REST statement is a session of its own, starting from the same search_path as its connection. */
 const SESSION: Session = { searchPath: REST_SEARCH_PATH, defaultSearchPath: REST_SEARCH_PATH };

@@ -28,6 +28,7 @@
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import { enqueue, Tenant, type Hold, type TenantLimits } from './tenant.js';
+import type { UpstreamSession } from './session.js';
 
 export { newHold, Tenant, type Hold, type TenantLimits } from './tenant.js';
 
@@ -148,6 +149,20 @@ export class Admission {
   cancel(t: Tenant): void {
     this.release(t);
     if (this.waiting > 0) this.dispatch();
+  }
+
+  /** The session `session` resolves with, holding `turn`; the turn given back when none comes. */
+  holding(turn: Tenant, session: Promise<UpstreamSession>): Promise<UpstreamSession> {
+    return session.then(
+      (s) => {
+        this.hold(turn, s.hold);
+        return s;
+      },
+      (err: unknown) => {
+        this.cancel(turn);
+        throw err;
+      },
+    );
   }
 
   /** Reads the limits of `users` again (an admin changed them). */

@@ -9,6 +9,7 @@ import { PgError, SqlState } from '../shared/errors.js';
 import type { HistogramTally } from '../observe/metrics.js';
 import type { BackendBudget } from './budget.js';
 import type { UpstreamSession } from './session.js';
+import type { SessionCounts } from './session-counts.js';
 
 /** A request waiting in its role's line (no closure or timer of its own: many clients on few backends make one per transaction). */
 interface Waiter {
@@ -34,11 +35,8 @@ export interface LineHost {
   readonly growAfterMs: number | undefined;
   readonly budget: BackendBudget;
   readonly waitTally: HistogramTally | undefined;
-  /** Whether the role's user holds as many sessions as it may (its own role's and its keys' roles' together). */
-  atLimit(role: string): boolean;
-  /** The role's line began, or ended (the user's roles with lines are counted: see TenantLimits). */
-  lineStarted(role: string): void;
-  lineEnded(role: string): void;
+  /** Sessions per role and per user: the user's limit (its own role's and its keys' roles' together), and its roles with a line. */
+  readonly counts: SessionCounts;
   /** Whether a session of the role is being opened. */
   opening(role: string): boolean;
   /** The role's sessions handed out (not idle, not being opened). */
@@ -113,7 +111,7 @@ export class PoolLines {
       let list = this.waiting.get(role);
       if (list === undefined) {
         this.waiting.set(role, (list = []));
-        this.host.lineStarted(role);
+        this.host.counts.lineStarted(role);
         this.queuedSince.set(role, waiter.started);
       }
       list.push(waiter);
@@ -150,7 +148,7 @@ export class PoolLines {
       return;
     }
     this.waiting.delete(role);
-    this.host.lineEnded(role);
+    this.host.counts.lineEnded(role);
     this.queuedSince.delete(role);
     const timer = this.lineTimers.get(role);
     if (timer !== undefined) {
@@ -206,7 +204,7 @@ export class PoolLines {
       const waited = performance.now() - Math.min(first.started, this.queuedSince.get(role)!);
       if ((waited < grow || this.lateBy > grow) && (this.host.inUse(role) > 0 || this.host.opening(role))) return this.lookAgain(role, waited < grow ? grow - waited : grow);
     }
-    if (this.host.atLimit(role)) return void this.host.closeIdle(role);
+    if (this.host.counts.atLimit(role)) return void this.host.closeIdle(role);
     if (this.host.budget.take(this.host.userOf(role))) return this.openFor(role, first);
     if (grow !== undefined && this.host.inUse(role) > 0) {
       // The service's backends are all taken and this role's own come back soon. It does not

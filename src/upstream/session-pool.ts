@@ -9,7 +9,7 @@
  * - **Affinity.** `takeIdle` gives a caller the session it names (the one it used last) when that
  *   one is idle, else the most recently used: a client that comes back finds its own backend.
  * - **Limits.** At most `maxPerRole` sessions per user — a user's own role and the roles of its
- *   scoped keys (`<user>#<key id>`) together (tenant-limits.ts) — and every session holds a slot
+ *   scoped keys (`<user>#<key id>`) together (session-counts.ts) — and every session holds a slot
  *   of the process's `BackendBudget`, shared with the other pools. A request past either limit
  *   waits in its role's line (pool-lines.ts); a session given back goes straight to the longest
  *   waiter of its role, idle sessions of other roles are closed for a role that waits for a slot
@@ -19,7 +19,7 @@
  *   `idleMs` idle (or at once, when another role waits for its slot).
  */
 import { buildTerminate } from '../protocol/index.js';
-import type { Admission, Tenant } from './admission.js';
+import type { Admission } from './admission.js';
 import { roleTarget, type Cluster } from './cluster.js';
 import { BackendBudget } from './budget.js';
 import { poolWaitTally, watchPool, type HistogramTally } from '../observe/metrics.js';
@@ -31,7 +31,7 @@ import { ignore, openUpstreamSession, type UpstreamSession } from './session.js'
 import { discardAll } from './session-reset.js';
 import { SilenceWatch } from './silence-watch.js';
 import type { SessionPoolOptions } from './session-pool-options.js';
-import { TenantLimits } from './tenant-limits.js';
+import { SessionCounts } from './session-counts.js';
 export type { SessionPoolOptions };
 
 /** How a session comes back: reusable as it is, reusable after DISCARD ALL, or to be closed. */
@@ -41,17 +41,14 @@ export class SessionPool implements LineHost {
   private readonly idle = new IdleSessions();
   private readonly keys = new PoolKeys();
   private readonly lines: PoolLines;
-  private readonly counts = new Map<string, number>();
-  /** `maxPerRole` per user: its own role's sessions and its keys' roles' together. */
-  private readonly limits: TenantLimits;
+  /** Sessions per role and per user (`maxPerRole` per user: its own role's and its keys' roles' together). */
+  readonly counts: SessionCounts;
   private readonly gone = new WeakSet<UpstreamSession>();
   /** Watches the handed-out sessions for silence when `silenceMs` is set. */
   private readonly silence: SilenceWatch | undefined;
   /** Every session open (handed out or parked), from its login until it is gone; kept for the silence watch only. */
   private readonly live = new Set<UpstreamSession>();
   readonly waitTally: HistogramTally | undefined;
-  /** Sessions being opened, per role. */
-  private readonly openings = new Map<string, number>();
   /** Per role whose login settings changed, how many times: its sessions of an older generation are not reused. */
   private readonly generations = new Map<string, number>();
   /** ParameterStatus values of the latest login per key: what a client is greeted with before it has a session. */
@@ -65,7 +62,7 @@ export class SessionPool implements LineHost {
 
   constructor(private readonly opts: SessionPoolOptions) {
     this.budget = opts.budget ?? new BackendBudget(Number.MAX_SAFE_INTEGER);
-    this.limits = new TenantLimits(opts.maxPerRole);
+    this.counts = new SessionCounts(opts.maxPerRole);
     this.admission = opts.admission;
     this.lines = new PoolLines(this);
     this.unregister = this.budget.register({ oldestIdle: (of) => this.idle.oldest(undefined, this.keysOf(of))?.idle.since, closeOldestIdle: (of) => this.closeOldestIdle(of) });
@@ -88,18 +85,13 @@ export class SessionPool implements LineHost {
     return this.opts.growAfterMs;
   }
 
-  count(role: string): number {
-    return this.counts.get(role) ?? 0;
-  }
-
   opening(role: string): boolean {
-    return this.openings.has(role);
+    return this.counts.opening(role) > 0;
   }
 
   /** Sessions handed out (or opening), pooled, and acquires waiting for room: read when the metrics are scraped. */
   private states(): { active: number; idle: number; waiting: number } {
-    let total = 0;
-    for (const n of this.counts.values()) total += n;
+    const total = this.counts.total;
     const idle = this.idle.size;
     return { active: total - idle, idle, waiting: this.lines.size };
   }
@@ -137,25 +129,12 @@ export class SessionPool implements LineHost {
 
   /** The user whose turn and share of the budget the role's sessions are (a scoped key's role: its user). */
   userOf(role: string): string {
-    return this.opts.userOf === undefined ? this.limits.userOf(role) : this.opts.userOf(role);
-  }
-
-  /** Whether the role's user holds as many sessions as it may. */
-  atLimit(role: string): boolean {
-    return this.limits.atLimit(role);
-  }
-
-  lineStarted(role: string): void {
-    this.limits.lineStarted(role);
-  }
-
-  lineEnded(role: string): void {
-    this.limits.lineEnded(role);
+    return this.opts.userOf === undefined ? this.counts.userOf(role) : this.opts.userOf(role);
   }
 
   /** Whether another role of the same user waits in a line (for a session of this user's share). */
   private otherWaits(role: string): boolean {
-    return this.limits.otherWaits(role, this.lines.has(role));
+    return this.counts.otherWaits(role, this.lines.has(role));
   }
 
   /** An idle session of `key` (no turn taken): `prefer`, else the one used last; one of an older generation is closed and passed over. */
@@ -195,8 +174,8 @@ export class SessionPool implements LineHost {
    */
   private growBehind(role: string, key: string, params: Readonly<Record<string, string>>): void {
     const grow = this.opts.growAfterMs;
-    if (grow === undefined || this.openings.has(role) || this.lines.lateBy > grow || this.budget.pressed) return;
-    if (this.atLimit(role) || !this.budget.take(this.userOf(role))) return;
+    if (grow === undefined || this.opening(role) || this.lines.lateBy > grow || this.budget.pressed) return;
+    if (this.counts.atLimit(role) || !this.budget.take(this.userOf(role))) return;
     this.open(role, key, params).then(
       (session) => this.release(role, params, session, 'keep'),
       () => undefined, // open() has given its slot back; the next miss tries again
@@ -218,22 +197,8 @@ export class SessionPool implements LineHost {
     if (admission === undefined) return this.session(role, params, prefer);
     const user = this.userOf(role);
     const turn = admission.enter(user);
-    if (turn !== undefined) return this.withTurn(admission, turn, this.session(role, params, prefer));
-    return admission.wait(user, this.opts.waitMs).then((t) => this.withTurn(admission, t, this.session(role, params, prefer)));
-  }
-
-  /** The session, holding `turn`; the turn given back when none comes. */
-  private withTurn(admission: Admission, turn: Tenant, session: Promise<UpstreamSession>): Promise<UpstreamSession> {
-    return session.then(
-      (s) => {
-        admission.hold(turn, s.hold);
-        return s;
-      },
-      (err: unknown) => {
-        admission.cancel(turn);
-        throw err;
-      },
-    );
+    if (turn !== undefined) return admission.holding(turn, this.session(role, params, prefer));
+    return admission.wait(user, this.opts.waitMs).then((t) => admission.holding(t, this.session(role, params, prefer)));
   }
 
   /** A session for a request whose turn it is: idle, else opened, else once there is room. */
@@ -243,20 +208,18 @@ export class SessionPool implements LineHost {
       const idle = this.takeIdleSession(role, key, params, prefer);
       if (idle) return Promise.resolve(idle);
     }
-    const openNow = this.opts.growAfterMs === undefined || (this.inUse(role) === 0 && !this.openings.has(role));
-    if (openNow && !this.lines.has(role) && !this.atLimit(role) && this.budget.take(this.userOf(role))) return this.open(role, key, params);
+    const openNow = this.opts.growAfterMs === undefined || (this.inUse(role) === 0 && !this.opening(role));
+    if (openNow && !this.lines.has(role) && !this.counts.atLimit(role) && this.budget.take(this.userOf(role))) return this.open(role, key, params);
     return this.lines.wait(role, key, params);
   }
 
   /** The role's sessions handed out (not idle, not being opened): each comes back to the pool. */
   inUse(role: string): number {
-    return this.count(role) - (this.openings.get(role) ?? 0) - this.idle.countOf(rolePrefix(role));
+    return this.counts.of(role) - this.counts.opening(role) - this.idle.countOf(rolePrefix(role));
   }
 
   async open(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
-    this.counts.set(role, this.count(role) + 1);
-    this.limits.opened(role);
-    this.openings.set(role, (this.openings.get(role) ?? 0) + 1);
+    this.counts.openingStarted(role);
     const generation = this.generations.get(role) ?? 0;
     try {
       const session = await openUpstreamSession(this.opts.target(role), params);
@@ -266,13 +229,11 @@ export class SessionPool implements LineHost {
       if (this.silence) this.live.add(session);
       return session;
     } catch (err: unknown) {
-      this.decrement(role);
+      this.counts.closed(role);
       this.budget.give(this.userOf(role));
       throw err;
     } finally {
-      const n = (this.openings.get(role) ?? 1) - 1;
-      if (n <= 0) this.openings.delete(role);
-      else this.openings.set(role, n);
+      this.counts.openingEnded(role);
       this.lines.makeRoom(role); // the line may wait still (or the open failed): the next may go ahead
     }
   }
@@ -384,7 +345,7 @@ export class SessionPool implements LineHost {
     if (this.gone.has(session)) return;
     this.gone.add(session);
     this.live.delete(session);
-    this.decrement(role);
+    this.counts.closed(role);
     this.budget.give(this.userOf(role));
     this.lines.makeRoom(role);
     // The user's other roles waiting at its limit may go ahead now.
@@ -392,13 +353,6 @@ export class SessionPool implements LineHost {
       const user = this.userOf(role);
       for (const other of [...this.lines.roles()]) if (other !== role && this.userOf(other) === user) this.lines.makeRoom(other);
     }
-  }
-
-  private decrement(role: string): void {
-    this.limits.closed(role);
-    const n = this.count(role) - 1;
-    if (n <= 0) this.counts.delete(role);
-    else this.counts.set(role, n);
   }
 
   private sweep(): void {

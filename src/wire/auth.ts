@@ -75,7 +75,7 @@ async function scram(queue: FrameQueue, write: (b: Buffer) => void, user: string
   const clientNonce = scramAttributes(clientFirstBare).get('r');
   if (!clientNonce) throw new PgError(SqlState.ProtocolViolation, 'malformed SCRAM message: no nonce', { severity: 'FATAL' });
 
-  const creds = (await opts.control.scramCredentials(user)) ?? {
+  const creds = (await opts.control.keys.scramCredentials(user)) ?? {
     salt: hmac(Buffer.from(opts.secret), `fake-salt:${user}`).subarray(0, 16),
     iterations: SCRAM_ITERATIONS,
     keys: [],
@@ -98,7 +98,7 @@ async function scram(queue: FrameQueue, write: (b: Buffer) => void, user: string
   if (!key) throw authFailed(user);
   if (key.meta.expiresAt !== null && key.meta.expiresAt.getTime() <= Date.now()) throw expiredLogin(key.id, key.meta);
   write(buildAuthenticationSaslFinal(Buffer.from(`v=${serverSignature(key.serverKey, authMessage).toString('base64')}`)));
-  opts.control.recordKeyUse(key.id);
+  opts.control.keys.recordUse(key.id);
   return principalOf(key.id, user, key.meta);
 }
 
@@ -113,12 +113,12 @@ async function cleartext(queue: FrameQueue, write: (b: Buffer) => void, user: st
   const msg = await readPassword(queue, 'password');
   if (msg.kind !== 'password') throw authFailed(user);
   try {
-    const principal = await opts.control.authenticate(msg.password);
+    const principal = await opts.control.keys.authenticate(msg.password);
     if (principal.user === user) return principal;
   } catch (err: unknown) {
     // An expired key of this very user is told so (as over SCRAM); anything else is a failed log-in.
     if (err instanceof PgError && err.code === SqlState.InvalidAuthorizationSpecification && msg.password.startsWith('rb_')) {
-      const meta = (await opts.control.scramCredentials(user))?.keys.find((k) => msg.password.startsWith(`rb_${k.id}_`))?.meta;
+      const meta = (await opts.control.keys.scramCredentials(user))?.keys.find((k) => msg.password.startsWith(`rb_${k.id}_`))?.meta;
       if (meta) throw expiredLogin(msg.password.slice(3, 15), meta);
     }
     if (!(err instanceof PgError) || (err.code !== SqlState.InvalidPassword && err.code !== SqlState.InvalidAuthorizationSpecification)) throw err;

@@ -286,14 +286,14 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
       () => {
         deps.cancels.unregister(key.processId);
         forget();
-        deps.control.unwatchKey(principal, keyEnd);
+        deps.control.keys.unwatch(principal, keyEnd);
       },
     );
     // A revocation or the expiry of the key ends the session (57P01 naming which), wherever it happens.
     const keyEnd = {
       cancel: (reason: string) => relay.terminate(new PgError(SqlState.AdminShutdown, `terminating connection: ${reason}`, { hint: 'connect again with another API key' })),
     };
-    deps.control.watchKey(principal, keyEnd);
+    deps.control.keys.watch(principal, keyEnd);
     const key = deps.cancels.register({
       user: role,
       cancel: () => relay.cancel(),

@@ -220,7 +220,7 @@ describe('the web console', () => {
   it('Connect on a repo page makes a named, expiring, read-only key for that repo; the key list shows what each key reaches, and which expired', async () => {
     const { page } = alice;
     // A key that expires at once, made elsewhere: the list marks it.
-    await svc.control.createKey(alice.name, { name: 'old report', repos: [`${alice.name}/sales`], access: 'read', expiresAt: new Date(Date.now() + 500) });
+    await svc.control.keys.create(alice.name, { name: 'old report', repos: [`${alice.name}/sales`], access: 'read', expiresAt: new Date(Date.now() + 500) });
     await new Promise((r) => setTimeout(r, 700));
     await page.goto(`/${alice.name}/sales`);
     await page.getByRole('main').getByRole('button', { name: 'Connect' }).click();
@@ -334,7 +334,7 @@ describe('the web console', () => {
   it('the account page shows what the user uses against their limits', async () => {
     const dora = await signUp('dora');
     await svc.control.createRepo({ owner: dora.name, repo: 'big' });
-    const key = (await svc.control.createKey(dora.name)).key;
+    const key = (await svc.control.keys.create(dora.name)).key;
     const c = new pg.Client(svc.pgOptions(dora.name, key));
     await c.connect();
     try {

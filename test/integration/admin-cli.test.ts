@@ -35,7 +35,7 @@ describe('repobase admin commands', () => {
     const r = await runCli(['user', 'create', alice], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^rb_[0-9a-f]{12}_[A-Za-z0-9_-]{43}\n$/);
-    expect((await control.authenticate(r.stdout.trim())).user).toBe(alice);
+    expect((await control.keys.authenticate(r.stdout.trim())).user).toBe(alice);
   });
 
   it('key list shows ids and prefixes, never secrets; key revoke makes authenticate fail at once', async () => {
@@ -43,7 +43,7 @@ describe('repobase admin commands', () => {
     expect(created.code).toBe(0);
     const key = created.stdout.trim();
     const id = key.split('_')[1]!;
-    expect((await control.authenticate(key)).user).toBe(alice); // cached by the running instance
+    expect((await control.keys.authenticate(key)).user).toBe(alice); // cached by the running instance
     const list = await runCli(['key', 'list', alice], env);
     expect(list.code).toBe(0);
     expect(list.stdout).toContain(id);
@@ -52,7 +52,7 @@ describe('repobase admin commands', () => {
     expect(list.stdout).toMatch(/\(2 rows\)/);
     const revoked = await runCli(['key', 'revoke', id], env);
     expect(revoked.code).toBe(0);
-    await expect.poll(() => control.authenticate(key).then(() => 'ok', (e: { code: string }) => e.code), { timeout: 2000, interval: 20 }).toBe('28P01');
+    await expect.poll(() => control.keys.authenticate(key).then(() => 'ok', (e: { code: string }) => e.code), { timeout: 2000, interval: 20 }).toBe('28P01');
     expect((await runCli(['key', 'revoke', id], env)).code).toBe(1);
   });
 
@@ -68,7 +68,7 @@ describe('repobase admin commands', () => {
     await control.createRepo({ owner: alice, repo: 'scoped' });
     const r = await runCli(['key', 'create', alice, '--name', 'etl', '--repo', `${alice}/scoped`, '--access', 'write'], env);
     expect(r.code, r.stderr).toBe(0);
-    const principal = await control.authenticate(r.stdout.trim());
+    const principal = await control.keys.authenticate(r.stdout.trim());
     expect(principal).toMatchObject({ user: alice, role: `${alice}#${principal.keyId}`, key: { name: 'etl', access: 'write', repos: [`${alice}/scoped`] } });
     const list = await runCli(['key', 'list', alice], env);
     expect(list.stdout).toMatch(new RegExp(`${principal.keyId}\s+\| rb_${principal.keyId}\s+\| etl\s+\| write\s+\| ${alice}/scoped`));

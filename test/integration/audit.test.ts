@@ -166,7 +166,7 @@ describe('audit log', () => {
   });
 
   it('console: log-in and failed log-in; the password is nowhere', async () => {
-    await srv.control.setPassword(bob.name, PASSWORD);
+    await srv.control.people.setPassword(bob.name, PASSWORD);
     const ok = await call('POST', '/auth/login', { origin: srv.httpUrl, body: { username: bob.name, password: PASSWORD } });
     expect(ok.status).toBe(200);
     const wrong = await call('POST', '/auth/login', { origin: srv.httpUrl, body: { username: bob.name, password: `${PASSWORD}!` } });

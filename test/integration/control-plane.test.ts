@@ -76,7 +76,7 @@ describe('users and API keys', () => {
     const { key, id } = await env.control.createUser(alice);
     expect(key).toMatch(/^rb_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
     expect(key.startsWith(`rb_${id}_`)).toBe(true);
-    expect(await env.control.authenticate(key)).toMatchObject({ user: alice, keyId: id, role: alice, key: { access: 'full', repos: null, expiresAt: null } });
+    expect(await env.control.keys.authenticate(key)).toMatchObject({ user: alice, keyId: id, role: alice, key: { access: 'full', repos: null, expiresAt: null } });
   });
 
   it('stores no secret: only a hash and a SCRAM verifier', async () => {
@@ -92,38 +92,38 @@ describe('users and API keys', () => {
   it('rejects malformed, unknown, wrong and revoked keys with 28P01', async () => {
     const u = env.name('revoker');
     const first = await env.control.createUser(u);
-    const second = await env.control.createKey(u);
-    expect((await env.control.listKeys(u)).map((k) => k.id).sort()).toEqual([first.id, second.id].sort());
+    const second = await env.control.keys.create(u);
+    expect((await env.control.keys.list(u)).map((k) => k.id).sort()).toEqual([first.id, second.id].sort());
     const wrongSecret = first.key.slice(0, -4) + (first.key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
     for (const bad of ['', 'nope', 'rb_000000000000_' + 'A'.repeat(43), wrongSecret]) {
-      await expect(env.control.authenticate(bad)).rejects.toMatchObject({ code: '28P01' });
+      await expect(env.control.keys.authenticate(bad)).rejects.toMatchObject({ code: '28P01' });
     }
-    expect((await env.control.authenticate(first.key)).user).toBe(u);
-    await env.control.revokeKey(first.id);
-    await expect(env.control.authenticate(first.key)).rejects.toMatchObject({ code: '28P01' });
-    expect((await env.control.authenticate(second.key)).user).toBe(u);
-    expect((await env.control.listKeys(u)).map((k) => k.id)).toEqual([second.id]);
+    expect((await env.control.keys.authenticate(first.key)).user).toBe(u);
+    await env.control.keys.revoke(first.id);
+    await expect(env.control.keys.authenticate(first.key)).rejects.toMatchObject({ code: '28P01' });
+    expect((await env.control.keys.authenticate(second.key)).user).toBe(u);
+    expect((await env.control.keys.list(u)).map((k) => k.id)).toEqual([second.id]);
   });
 
   it('a key revoked through another instance stops working here as soon as the change commits', async () => {
     const u = env.name('crossinst');
     const k = await env.control.createUser(u);
-    expect((await env.control.authenticate(k.key)).user).toBe(u); // now cached here
+    expect((await env.control.keys.authenticate(k.key)).user).toBe(u); // now cached here
     const other = await ControlPlane.open(env.cluster, env.log, { listen: false });
-    await other.revokeKey(k.id);
+    await other.keys.revoke(k.id);
     await other.close();
-    await expect.poll(() => env.control.authenticate(k.key).then(() => 'ok', (e: { code: string }) => e.code), { timeout: 2000, interval: 20 }).toBe('28P01');
+    await expect.poll(() => env.control.keys.authenticate(k.key).then(() => 'ok', (e: { code: string }) => e.code), { timeout: 2000, interval: 20 }).toBe('28P01');
   });
 
   it('records last use without a write per request', async () => {
     const u = env.name('lastused');
     const k = await env.control.createUser(u);
-    expect((await env.control.listKeys(u))[0]?.lastUsedAt).toBeNull();
-    for (let i = 0; i < 5; i++) await env.control.authenticate(k.key);
-    expect((await env.control.listKeys(u))[0]?.lastUsedAt).toBeNull(); // batched, not written yet
+    expect((await env.control.keys.list(u))[0]?.lastUsedAt).toBeNull();
+    for (let i = 0; i < 5; i++) await env.control.keys.authenticate(k.key);
+    expect((await env.control.keys.list(u))[0]?.lastUsedAt).toBeNull(); // batched, not written yet
     await env.control.close(); // flushes
     env.control = await ControlPlane.open(env.cluster, env.log, { listen: true });
-    expect((await env.control.listKeys(u))[0]?.lastUsedAt).toBeInstanceOf(Date);
+    expect((await env.control.keys.list(u))[0]?.lastUsedAt).toBeInstanceOf(Date);
   });
 
   it('refuses invalid and duplicate user names', async () => {
@@ -140,7 +140,7 @@ describe('users and API keys', () => {
     const k = await env.control.createUser(u);
     await env.control.createRepo({ owner: u, repo: 'data' });
     await env.control.deleteUser(u);
-    await expect(env.control.authenticate(k.key)).rejects.toMatchObject({ code: '28P01' });
+    await expect(env.control.keys.authenticate(k.key)).rejects.toMatchObject({ code: '28P01' });
     const role = await env.cluster.admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [u]);
     expect(role.rowCount).toBe(0);
     const schema = await env.cluster.admin.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [`${u}/data`]);

@@ -58,7 +58,7 @@ async function owned(role: string): Promise<string[]> {
 
 beforeAll(async () => {
   env = await testEnv();
-  expect(env.control.keysCanChangeStructure).toBe(true); // the test cluster's admin is a superuser
+  expect(env.control.keys.canChangeStructure).toBe(true); // the test cluster's admin is a superuser
   alice = env.name('alice');
   bob = env.name('bob');
   carol = env.name('carol');
@@ -79,8 +79,8 @@ beforeAll(async () => {
   const b = await connectAs(bob);
   await b.query(`CREATE FUNCTION "${bob}/pub".steal() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`);
   await b.query(`CREATE FUNCTION "${bob}/pub".pick() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$`);
-  const read = await env.control.createKey(alice, { name: 'dashboard', repos: [sales], access: 'read' });
-  const write = await env.control.createKey(alice, { name: 'etl', repos: [sales], access: 'write' });
+  const read = await env.control.keys.create(alice, { name: 'dashboard', repos: [sales], access: 'read' });
+  const write = await env.control.keys.create(alice, { name: 'etl', repos: [sales], access: 'write' });
   readRole = keyRoleName(alice, read.id);
   writeRole = keyRoleName(alice, write.id);
 });
@@ -216,8 +216,8 @@ describe('the grants of a key follow its user\'s', () => {
     const b = await connectAs(bob);
     await b.query(`CREATE TABLE "${bob}/shared".t (v text); INSERT INTO "${bob}/shared".t VALUES ('shared')`);
     await env.control.setCollaborator({ owner: bob, repo: 'shared' }, carol, 'read');
-    const every = await env.control.createKey(carol, { access: 'read' });
-    const listing = await env.control.createKey(carol, { repos: [`${bob}/shared`], access: 'read' });
+    const every = await env.control.keys.create(carol, { access: 'read' });
+    const listing = await env.control.keys.create(carol, { repos: [`${bob}/shared`], access: 'read' });
     const everyDb = await connectAs(keyRoleName(carol, every.id));
     const listingDb = await connectAs(keyRoleName(carol, listing.id));
     expect((await listingDb.query(`SELECT v FROM "${bob}/shared".t`)).rows).toEqual([{ v: 'shared' }]);
@@ -240,11 +240,11 @@ describe('the grants of a key follow its user\'s', () => {
 
 describe('revoking a scoped key', () => {
   it('drops its role and ends its backends', async () => {
-    const key = await env.control.createKey(alice, { repos: [sales], access: 'read' });
+    const key = await env.control.keys.create(alice, { repos: [sales], access: 'read' });
     const role = keyRoleName(alice, key.id);
     const db = await connectAs(role);
     expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
-    await env.control.revokeKey(key.id, alice);
+    await env.control.keys.revoke(key.id, alice);
     await expect(db.query('SELECT 1')).rejects.toBeDefined();
     const exists = await env.cluster.admin.query('SELECT count(*)::int AS n FROM pg_roles WHERE rolname = $1', [role]);
     expect(exists.rows[0]).toEqual({ n: 0 });
@@ -252,10 +252,10 @@ describe('revoking a scoped key', () => {
   });
 
   it('gives its user what its role made that Postgres lets any role make (a large object)', async () => {
-    const key = await env.control.createKey(alice, { repos: [sales], access: 'write' });
+    const key = await env.control.keys.create(alice, { repos: [sales], access: 'write' });
     const db = await connectAs(keyRoleName(alice, key.id));
     const made = await db.query<{ oid: number }>('SELECT lo_from_bytea(0, $1)::int AS oid', [Buffer.from('kept')]);
-    await env.control.revokeKey(key.id, alice);
+    await env.control.keys.revoke(key.id, alice);
     const owner = await env.cluster.admin.query('SELECT pg_get_userbyid(lomowner) AS owner FROM pg_largeobject_metadata WHERE oid = $1', [made.rows[0]!.oid]);
     expect(owner.rows).toEqual([{ owner: alice }]);
   });

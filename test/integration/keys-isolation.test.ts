@@ -109,8 +109,8 @@ beforeAll(async () => {
   await setup(alice, `CREATE TABLE "${names.outside}".secret (v text); INSERT INTO "${names.outside}".secret VALUES ('${SECRET}')`);
   await setup(alice, `CREATE VIEW "${names.outside}".v AS SELECT * FROM "${names.outside}".secret; CREATE FUNCTION "${names.outside}".f() RETURNS text LANGUAGE sql AS $$ SELECT v FROM "${names.outside}".secret $$`);
   await setup(bob, `CREATE TABLE "${names.foreign}".secret (v text); INSERT INTO "${names.foreign}".secret VALUES ('${SECRET}')`);
-  keys.read = await svc.control.createKey(alice.name, { name: 'reader', repos: [names.scope], access: 'read' });
-  keys.write = await svc.control.createKey(alice.name, { name: 'writer', repos: [names.scope], access: 'write' });
+  keys.read = await svc.control.keys.create(alice.name, { name: 'reader', repos: [names.scope], access: 'read' });
+  keys.write = await svc.control.keys.create(alice.name, { name: 'writer', repos: [names.scope], access: 'write' });
 });
 
 afterAll(async () => {

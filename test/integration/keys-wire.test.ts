@@ -59,8 +59,8 @@ beforeAll(async () => {
   await a.query(`CREATE TABLE "${sales}".orders (id serial PRIMARY KEY, amount int); INSERT INTO "${sales}".orders (amount) VALUES (10), (20)`);
   await a.query(`CREATE TABLE "${other}".secret (v text); INSERT INTO "${other}".secret VALUES ('classified')`);
   await a.end();
-  read = await svc.control.createKey(alice.name, { name: 'dashboard', repos: [sales], access: 'read' });
-  write = await svc.control.createKey(alice.name, { name: 'etl', repos: [sales], access: 'write' });
+  read = await svc.control.keys.create(alice.name, { name: 'dashboard', repos: [sales], access: 'read' });
+  write = await svc.control.keys.create(alice.name, { name: 'etl', repos: [sales], access: 'write' });
 });
 
 afterAll(async () => {
@@ -176,7 +176,7 @@ describe('a write key on the wire', () => {
 
 describe('expiry and revocation', () => {
   it('an expired key cannot log in: 28P01 saying when it expired', async () => {
-    const key = await svc.control.createKey(alice.name, { name: 'brief', repos: [sales], access: 'read', expiresAt: new Date(Date.now() + 1000) });
+    const key = await svc.control.keys.create(alice.name, { name: 'brief', repos: [sales], access: 'read', expiresAt: new Date(Date.now() + 1000) });
     await new Promise((r) => setTimeout(r, 1200));
     const c = new pg.Client(svc.pgOptions(alice.name, key.key));
     const e = await c.connect().then(
@@ -188,7 +188,7 @@ describe('expiry and revocation', () => {
   });
 
   it('the expiry of a key ends its open session within seconds (57P01, saying why)', async () => {
-    const key = await svc.control.createKey(alice.name, { name: 'short', expiresAt: new Date(Date.now() + 1500) });
+    const key = await svc.control.keys.create(alice.name, { name: 'short', expiresAt: new Date(Date.now() + 1500) });
     const c = await connect(key.key);
     const end = ended(c);
     expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
@@ -198,13 +198,13 @@ describe('expiry and revocation', () => {
   });
 
   it('a revocation ends the open sessions of the key at once, idle or in a transaction', async () => {
-    const key = await svc.control.createKey(alice.name, { name: 'gone', repos: [sales], access: 'write' });
+    const key = await svc.control.keys.create(alice.name, { name: 'gone', repos: [sales], access: 'write' });
     const idle = await connect(key.key);
     const busy = await connect(key.key);
     await busy.query('BEGIN');
     await busy.query(`INSERT INTO "${sales}".orders (amount) VALUES (999)`);
     const ends = [ended(idle), ended(busy)];
-    await svc.control.revokeKey(key.id, alice.name);
+    await svc.control.keys.revoke(key.id, alice.name);
     for (const e of await Promise.all(ends)) {
       expect(e.code).toBe('57P01');
       expect(e.message).toBe(`terminating connection: API key "gone" (rb_${key.id}) was revoked`);
@@ -221,7 +221,7 @@ describe('backends', () => {
     try {
       const bob = await small.user('bob');
       await small.control.createRepo({ owner: bob.name, repo: 'r' });
-      const key = await small.control.createKey(bob.name, { repos: [`${bob.name}/r`], access: 'read' });
+      const key = await small.control.keys.create(bob.name, { repos: [`${bob.name}/r`], access: 'read' });
       const a = new pg.Client(small.pgOptions(bob.name, bob.key));
       const k = new pg.Client(small.pgOptions(bob.name, key.key));
       await Promise.all([a.connect(), k.connect()]);

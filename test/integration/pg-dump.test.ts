@@ -78,8 +78,8 @@ beforeAll(async () => {
   await a.end();
   await svc.control.setCollaborator({ owner: alice.name, repo: 'shop' }, bob.name, 'read');
   // Keys for the repo: their roles' grants are in a dump too, and must not stop its restore.
-  reader = await svc.control.createKey(alice.name, { name: 'dash', repos: [`${alice.name}/shop`], access: 'read' });
-  await svc.control.createKey(alice.name, { name: 'etl', repos: [`${alice.name}/shop`], access: 'write' });
+  reader = await svc.control.keys.create(alice.name, { name: 'dash', repos: [`${alice.name}/shop`], access: 'read' });
+  await svc.control.keys.create(alice.name, { name: 'etl', repos: [`${alice.name}/shop`], access: 'write' });
 }, 120_000);
 
 afterAll(async () => {

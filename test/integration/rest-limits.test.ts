@@ -60,12 +60,12 @@ describe('rate limit', () => {
   it('answers 429 53400 with Retry-After past rateLimitMax requests of one user, all their keys together; other users go on', async () => {
     const a = await srv.user('busy');
     const b = await srv.user('calm');
-    const second = (await srv.control.createKey(a.name)).key; // a new key is no way around the limit
+    const second = (await srv.control.keys.create(a.name)).key; // a new key is no way around the limit
     for (let i = 0; i < 30; i++) {
       const r = await srv.call(i % 2 === 0 ? a.key : second, 'GET', '/keys/');
       expect(r.status, `request ${i + 1}`).toBe(200);
     }
-    const third = (await srv.control.createKey(a.name)).key;
+    const third = (await srv.control.keys.create(a.name)).key;
     const limited = await srv.call(third, 'GET', '/keys/');
     expect(((await limited.clone().json()) as { error: { message: string } }).error.message).toContain('one user');
     expect(limited.status).toBe(429);

@@ -40,7 +40,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
   /** Answers with a fresh session: cookie set, and the session that came with the request (if any) ended. */
   async function startSession(req: FastifyRequest, reply: FastifyReply, session: NewWebSession, status: number) {
     const previous = sessionCookie(req);
-    if (previous !== undefined) await control.endSession(previous);
+    if (previous !== undefined) await control.people.endSession(previous);
     setSessionCookie(req, reply, session.id, secure);
     return reply.code(status).header('cache-control', 'no-store').send({ user: session.user, csrf_token: session.csrfToken });
   }
@@ -60,7 +60,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
       // Logging a victim's browser into the attacker's account is CSRF too.
       assertSameOrigin(req, secure);
       if (config.signup === 'closed') throw signupClosed();
-      const session = await control.signUp(req.body.username, req.body.password);
+      const session = await control.people.signUp(req.body.username, req.body.password);
       audit(control, req, { action: 'signup', user: session.user, frontEnd: 'console' });
       return startSession(req, reply, session, 201);
     },
@@ -84,7 +84,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
       const keys = [`address:${req.ip}`, `user:${username}`];
       let session: NewWebSession;
       try {
-        session = await control.logIn(username, password);
+        session = await control.people.logIn(username, password);
       } catch (err: unknown) {
         if (err instanceof PgError && err.code === SqlState.InvalidPassword) {
           audit(control, req, { action: 'login_failed', user: username, frontEnd: 'console' });
@@ -110,7 +110,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountDeps> = async (app,
       },
     },
     async (req, reply) => {
-      if (req.webSession) await control.endSession(req.webSession.id);
+      if (req.webSession) await control.people.endSession(req.webSession.id);
       clearSessionCookie(req, reply, secure);
       return reply.code(204).send();
     },

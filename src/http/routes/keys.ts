@@ -32,7 +32,7 @@ function keyJson(k: StoredKey, now = Date.now()): KeyInfo {
 /** Routes under `/keys/`. */
 export const keyRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = async (app, { control }) => {
   app.get('/keys/', { schema: { summary: 'your keys that were not revoked, expired ones included (no secrets)', tags: ['keys'], response: { 200: KeyList } } }, async (req) => {
-    const keys = await control.listKeys(fullPrincipalOf(req, 'listing keys').user);
+    const keys = await control.keys.list(fullPrincipalOf(req, 'listing keys').user);
     return { keys: keys.map((k) => keyJson(k)) };
   });
 
@@ -60,7 +60,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = a
     async (req, reply) => {
       const user = fullPrincipalOf(req, 'creating keys').user;
       const body = req.body;
-      const key = await control.createKey(user, {
+      const key = await control.keys.create(user, {
         name: body.name,
         repos: body.repos,
         access: body.access,
@@ -76,7 +76,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ control: ControlPlane }> = a
 
   // Another user's key id answers 404 like an unknown one: key ids are not a way to probe.
   app.delete('/keys/:id', { schema: { summary: 'revoke one of your keys; it stops working at once, and its open sessions end', tags: ['keys'], params: KeyParams } }, async (req, reply) => {
-    await control.revokeKey(req.params.id, fullPrincipalOf(req, 'revoking keys').user);
+    await control.keys.revoke(req.params.id, fullPrincipalOf(req, 'revoking keys').user);
     audit(control, req, { action: 'key_revoke', target: req.params.id });
     return reply.code(204).send();
   });

@@ -18,7 +18,8 @@ import type { TypeCatalog } from '../../upstream/query-types.js';
 import type { SessionPool } from '../../upstream/session-pool.js';
 import type { UpstreamSession } from '../../upstream/session.js';
 import { principalOf } from '../auth.js';
-import { countError, originOf, tagOrigin } from '../../observe/metrics.js';
+import { countError } from '../../observe/metrics.js';
+import { originOf, tagOrigin } from '../../observe/error-origins.js';
 import type { AsyncQueries } from '../async-queries.js';
 import { publicError } from '../errors.js';
 import { Recording } from '../query-recording.js';
@@ -180,10 +181,10 @@ function requestStop(deps: QueryDeps, principal: Principal, queryId: string | un
   const stop = new CancelFlag();
   // Named per role: a scoped key cancels its own queries, not those of its user's other keys.
   const unregister = queryId === undefined ? undefined : deps.running.add(principal.role, queryId, stop);
-  deps.control.watchKey(principal, stop);
+  deps.control.keys.watch(principal, stop);
   reply.raw.once('close', () => {
     unregister?.();
-    deps.control.unwatchKey(principal, stop);
+    deps.control.keys.unwatch(principal, stop);
     if (!reply.raw.writableFinished) stop.cancel();
   });
   return stop;
