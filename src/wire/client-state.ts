@@ -51,7 +51,7 @@ export class ClientState {
   private readonly cursors = new Set<string>();
   /** Set when something may have changed the session out of the proxy's sight: the backend is asked before it is let go. */
   needsCheck = false;
-  /** Bumped when `reported` changes (see Pooling.inSync). */
+  /** Bumped when `reported` changes (see AheadOfRequests.inSync). */
   reportedStamp = 0;
   /** Kept by `settingsId`. */
   settingsMemo: { stamp: number; id: number } | undefined;
