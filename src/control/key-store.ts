@@ -20,7 +20,7 @@ import { LastUsedRecorder } from './last-used.js';
 import { CONTROL_SCHEMA } from './migrations.js';
 import { reachableRepos, type RepoAccess } from './repos.js';
 import { TtlCache } from './ttl-cache.js';
-import type { Rights } from './control-plane.js';
+import type { Rights } from '../policy/types.js';
 
 /** What runs with a key and must end with it: a REST statement's cancel flag, a wire session. */
 export interface KeyWatcher {

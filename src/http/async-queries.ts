@@ -31,7 +31,7 @@ import type { Policy } from '../policy/index.js';
 import type { Config } from '../shared/config.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { CancelFlag } from '../upstream/query-run.js';
+import { CancelFlag } from '../upstream/cancel-flag.js';
 import { TypeCatalog } from '../upstream/query-types.js';
 import type { BackendBudget } from '../upstream/budget.js';
 import type { Cluster } from '../upstream/cluster.js';

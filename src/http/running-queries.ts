@@ -13,7 +13,7 @@ export interface QueryCancelPeers {
   listen(handler: (user: string, id: string) => boolean): void;
 }
 
-import type { CancelFlag } from '../upstream/query-run.js';
+import type { CancelFlag } from '../upstream/cancel-flag.js';
 
 export class RunningQueries {
   /**

@@ -1,79 +1,13 @@
 // Names of pg_catalog functions (generated from pg_proc of PostgreSQL 15 and 17: the functions
 // a user's role can execute), for `catalog-functions.ts`. Regenerate when a Postgres version
-// adds functions: test/integration/catalog-functions.test.ts names the ones missing here.
+// adds functions: test/integration/catalog-functions.test.ts names the ones missing here. The
+// type input/output functions' names are in catalog-type-io-names.ts.
+import { TYPE_IO_FUNCTION_NAMES } from './catalog-type-io-names.js';
 
 const words = (text: string): ReadonlySet<string> => new Set(text.split(/\s+/).filter((w) => w !== ''));
 
 /** Type input, output, send, receive, typmod and analyze functions (refused: Postgres calls them itself). */
-export const typeIoFunctionNames = words(`
-aclitemin aclitemout any_in any_out anyarray_in anyarray_out anyarray_recv anyarray_send
-anycompatible_in anycompatible_out anycompatiblearray_in anycompatiblearray_out
-anycompatiblearray_recv anycompatiblearray_send anycompatiblemultirange_in
-anycompatiblemultirange_out anycompatiblenonarray_in anycompatiblenonarray_out
-anycompatiblerange_in anycompatiblerange_out anyelement_in anyelement_out anyenum_in anyenum_out
-anymultirange_in anymultirange_out anynonarray_in anynonarray_out anyrange_in anyrange_out
-array_in array_out array_recv array_send array_typanalyze big5_to_euc_tw big5_to_mic big5_to_utf8
-bit_in bit_out bit_recv bit_send bittypmodin bittypmodout boolin boolout boolrecv boolsend box_in
-box_out box_recv box_send bpcharin bpcharout bpcharrecv bpcharsend bpchartypmodin bpchartypmodout
-brin_bloom_summary_in brin_bloom_summary_out brin_bloom_summary_recv brin_bloom_summary_send
-brin_minmax_multi_summary_in brin_minmax_multi_summary_out brin_minmax_multi_summary_recv
-brin_minmax_multi_summary_send byteain byteaout bytearecv byteasend cash_in cash_out cash_recv
-cash_send charin charout charrecv charsend cidin cidout cidr_in cidr_out cidr_recv cidr_send
-cidrecv cidsend circle_in circle_out circle_recv circle_send cstring_in cstring_out cstring_recv
-cstring_send date_in date_out date_recv date_send domain_in domain_recv enum_in enum_out
-euc_cn_to_mic euc_cn_to_utf8 euc_jis_2004_to_shift_jis_2004 euc_jis_2004_to_utf8 euc_jp_to_mic
-euc_jp_to_sjis euc_jp_to_utf8 euc_kr_to_mic euc_kr_to_utf8 euc_tw_to_big5 euc_tw_to_mic
-euc_tw_to_utf8 event_trigger_in event_trigger_out fdw_handler_in fdw_handler_out float4in
-float4out float4recv float4send float8in float8out float8recv float8send gb18030_to_utf8
-gbk_to_utf8 gtsvectorin gtsvectorout index_am_handler_in index_am_handler_out inet_in inet_out
-inet_recv inet_send int2in int2out int2recv int2send int2vectorin int2vectorout int2vectorrecv
-int2vectorsend int4in int4out int4recv int4send int8in int8out int8recv int8send internal_in
-internal_out interval_in interval_out interval_recv interval_send intervaltypmodin
-intervaltypmodout iso8859_1_to_utf8 iso8859_to_utf8 iso_to_koi8r iso_to_mic iso_to_win1251
-iso_to_win866 johab_to_utf8 json_in json_out json_recv json_send jsonb_in jsonb_out jsonb_recv
-jsonb_send jsonpath_in jsonpath_out jsonpath_recv jsonpath_send koi8r_to_iso koi8r_to_mic
-koi8r_to_utf8 koi8r_to_win1251 koi8r_to_win866 koi8u_to_utf8 language_handler_in
-language_handler_out latin1_to_mic latin2_to_mic latin2_to_win1250 latin3_to_mic latin4_to_mic
-line_in line_out line_recv line_send lseg_in lseg_out lseg_recv lseg_send macaddr8_in macaddr8_out
-macaddr8_recv macaddr8_send macaddr_in macaddr_out macaddr_recv macaddr_send mic_to_big5
-mic_to_euc_cn mic_to_euc_jp mic_to_euc_kr mic_to_euc_tw mic_to_iso mic_to_koi8r mic_to_latin1
-mic_to_latin2 mic_to_latin3 mic_to_latin4 mic_to_sjis mic_to_win1250 mic_to_win1251 mic_to_win866
-multirange_in multirange_out multirange_recv multirange_send multirange_typanalyze namein nameout
-namerecv namesend numeric_in numeric_out numeric_recv numeric_send numerictypmodin
-numerictypmodout oidin oidout oidrecv oidsend oidvectorin oidvectorout oidvectorrecv oidvectorsend
-path_in path_out path_recv path_send pg_ddl_command_in pg_ddl_command_out pg_ddl_command_recv
-pg_ddl_command_send pg_dependencies_in pg_dependencies_out pg_dependencies_recv
-pg_dependencies_send pg_lsn_in pg_lsn_out pg_lsn_recv pg_lsn_send pg_mcv_list_in pg_mcv_list_out
-pg_mcv_list_recv pg_mcv_list_send pg_ndistinct_in pg_ndistinct_out pg_ndistinct_recv
-pg_ndistinct_send pg_node_tree_in pg_node_tree_out pg_node_tree_recv pg_node_tree_send
-pg_snapshot_in pg_snapshot_out pg_snapshot_recv pg_snapshot_send point_in point_out point_recv
-point_send poly_in poly_out poly_recv poly_send range_in range_out range_recv range_send
-range_typanalyze record_in record_out record_recv record_send regclassin regclassout regclassrecv
-regclasssend regcollationin regcollationout regcollationrecv regcollationsend regconfigin
-regconfigout regconfigrecv regconfigsend regdictionaryin regdictionaryout regdictionaryrecv
-regdictionarysend regnamespacein regnamespaceout regnamespacerecv regnamespacesend regoperatorin
-regoperatorout regoperatorrecv regoperatorsend regoperin regoperout regoperrecv regopersend
-regprocedurein regprocedureout regprocedurerecv regproceduresend regprocin regprocout regprocrecv
-regprocsend regrolein regroleout regrolerecv regrolesend regtypein regtypeout regtyperecv
-regtypesend shell_in shell_out shift_jis_2004_to_euc_jis_2004 shift_jis_2004_to_utf8
-sjis_to_euc_jp sjis_to_mic sjis_to_utf8 table_am_handler_in table_am_handler_out textin textout
-textrecv textsend tidin tidout tidrecv tidsend time_in time_out time_recv time_send timestamp_in
-timestamp_out timestamp_recv timestamp_send timestamptypmodin timestamptypmodout timestamptz_in
-timestamptz_out timestamptz_recv timestamptz_send timestamptztypmodin timestamptztypmodout
-timetypmodin timetypmodout timetz_in timetz_out timetz_recv timetz_send timetztypmodin
-timetztypmodout trigger_in trigger_out ts_typanalyze tsm_handler_in tsm_handler_out tsqueryin
-tsqueryout tsqueryrecv tsquerysend tsvectorin tsvectorout tsvectorrecv tsvectorsend
-txid_snapshot_in txid_snapshot_out txid_snapshot_recv txid_snapshot_send uhc_to_utf8 unknownin
-unknownout unknownrecv unknownsend utf8_to_big5 utf8_to_euc_cn utf8_to_euc_jis_2004 utf8_to_euc_jp
-utf8_to_euc_kr utf8_to_euc_tw utf8_to_gb18030 utf8_to_gbk utf8_to_iso8859 utf8_to_iso8859_1
-utf8_to_johab utf8_to_koi8r utf8_to_koi8u utf8_to_shift_jis_2004 utf8_to_sjis utf8_to_uhc
-utf8_to_win uuid_in uuid_out uuid_recv uuid_send varbit_in varbit_out varbit_recv varbit_send
-varbittypmodin varbittypmodout varcharin varcharout varcharrecv varcharsend varchartypmodin
-varchartypmodout void_in void_out void_recv void_send win1250_to_latin2 win1250_to_mic
-win1251_to_iso win1251_to_koi8r win1251_to_mic win1251_to_win866 win866_to_iso win866_to_koi8r
-win866_to_mic win866_to_win1251 win_to_utf8 xid8in xid8out xid8recv xid8send xidin xidout xidrecv
-xidsend xml_in xml_out xml_recv xml_send
-`);
+export const typeIoFunctionNames = words(TYPE_IO_FUNCTION_NAMES);
 
 /** Functions that take no object of anybody's. */
 export const plainFunctionNames = words(`

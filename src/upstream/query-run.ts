@@ -9,41 +9,27 @@
  * of session settings a third, before the connection can serve again; measured, that held the
  * REST API to 0.17–0.4× of a bare fastify + pg route.
  *
- * The reset of the previous request's settings rides in the same Query: `RESET ALL; <statement>`,
- * one implicit transaction, one ReadyForQuery, one flush by Postgres, one read here. Postgres
- * reads the whole string before it runs the reset, so this is only sound while the settings that
- * decide how it reads text (standard_conforming_strings, client_encoding) are as at login, as the
- * policy's parser assumed: the session follows them through ParameterStatus. When one has
- * changed, the reset goes first as a Query of its own, in the same write (Postgres reads the next
- * message only after answering the previous one). Measured with pgbench against the earlier
- * extended-protocol batch (`Parse/Bind/Execute RESET ALL`, `Parse/Bind/Describe/Execute`,
- * `Sync`): 21–24 µs of Postgres CPU per one-row select instead of 27–29 (20–21 with no reset).
- * If the statement fails, its transaction takes the reset with it; the next request resets again.
- * After a statement the policy found setting-free (it cannot have changed a setting: a SELECT of
- * constants, built-in functions and Postgres' own catalogs, policy/setting-free.ts), the session
- * is left marked clean and the next request skips the reset: a Citus coordinator spends 60–130 µs
- * of CPU on each RESET ALL.
- * Postgres refuses a few statements inside a transaction block (VACUUM, CREATE INDEX
- * CONCURRENTLY, CREATE DATABASE…: 25001, before they do anything), and Citus DDL that it
- * propagates to its workers inside a multi-statement query: those are run again after the reset
- * as a Query of its own.
+ * The reset of the previous request's settings rides in the same Query (`RESET ALL; <statement>`),
+ * or goes ahead of it as a Query of its own, or is skipped after a statement that cannot have
+ * changed a setting (query-reset.ts).
  *
  * A statement ended early (its client gone, a cancel asked for, the row cap reached) is cancelled
  * in Postgres — a CancelRequest to its backend, as libpq sends it — and the rest of its answer is
  * read and dropped, so the session is idle, and reusable, once Postgres has answered.
  */
-import { isDigit } from '../shared/chars.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import {
   BackendCode,
   buildCopyFail,
-  buildQuery,
   decodeCommandComplete,
   decodeDataRow,
   decodeErrorResponse,
   type TransactionStatus,
 } from '../protocol/index.js';
+import { canceled, type CancelFlag } from './cancel-flag.js';
+import { parseCommandTag } from './command-tag.js';
 import type { ColumnType, TypeCatalog } from './query-types.js';
+import { refusesPrefix, request, RESET_ENDS_AT, unprefixed, type Reset } from './query-reset.js';
 import { describedBy, NO_COLUMNS, type Described } from './row-descriptions.js';
 import { cancelUpstream, ignore, noteParameterStatus, type UpstreamSession } from './session.js';
 
@@ -54,51 +40,6 @@ export type Row = (string | null)[];
 export interface Column {
   name: string;
   type: ColumnType;
-}
-
-/**
- * How the previous request's settings are reset before the statement: not at all (a fresh
- * session), as the first statement of the same Query (one transaction), or as a Query of its own.
- */
-type Reset = 'none' | 'prefix' | 'alone';
-
-const RESET = 'RESET ALL';
-const RESET_PREFIX = `${RESET}; `;
-const RESET_QUERY = buildQuery(RESET);
-
-/** The message that ends the answer to the reset. */
-const RESET_ENDS_AT: Record<Reset, number | undefined> = {
-  none: undefined,
-  prefix: BackendCode.CommandComplete,
-  alone: BackendCode.ReadyForQuery,
-};
-
-/** The bytes that run `sql` after the reset. */
-function request(sql: string, reset: Reset): Buffer {
-  switch (reset) {
-    case 'none':
-      return buildQuery(sql);
-    case 'prefix':
-      return buildQuery(RESET_PREFIX + sql);
-    case 'alone':
-      return Buffer.concat([RESET_QUERY, buildQuery(sql)]);
-  }
-}
-
-/**
- * Whether Postgres refused the statement for the reset in front of it, before doing anything: a
- * statement that cannot run in a transaction block (25001), or DDL that Citus propagates to its
- * workers, which it cannot do from a multi-statement query (42601). Either runs again after the
- * reset as a Query of its own; nothing else pays for the second round trip.
- */
-function refusesPrefix(err: PgError): boolean {
-  return err.code === SqlState.ActiveSqlTransaction || (err.code === SqlState.SyntaxError && err.message === 'cannot insert multiple commands into a prepared statement');
-}
-
-/** An error of the statement, its position counted in the statement rather than in the Query that prefixed it. */
-function unprefixed(err: PgError): PgError {
-  if (err.position === undefined || err.position <= RESET_PREFIX.length) return err;
-  return new PgError(err.code, err.message, { detail: err.detail, hint: err.hint, severity: err.severity, extra: err.extra, fromUpstream: err.fromUpstream, position: err.position - RESET_PREFIX.length });
 }
 
 const COPY_FAIL = buildCopyFail('COPY FROM STDIN is not available over REST');
@@ -113,49 +54,11 @@ function lost(): PgError {
   return new PgError(SqlState.ConnectionFailure, 'upstream Postgres unavailable: the connection closed during the statement');
 }
 
-/** Postgres' own words for a cancelled statement, for the cases where Postgres did not get to say them. */
-export function canceled(): PgError {
-  return new PgError(SqlState.QueryCanceled, 'canceling statement due to user request');
-}
-
 /**
  * How long a cancelled statement may take to end before its session is closed instead: a
  * backend blocked in something that does not check for interrupts must not hold the session.
  */
 const CANCEL_GRACE_MS = 5_000;
-
-/**
- * Asks a statement to end early (its client went away, a cancel named it): a one-shot flag with
- * one listener. Every REST request makes one, so it is a plain object rather than an
- * AbortController, whose EventTarget and signal cost the route ≈ 2 % of its CPU.
- */
-export class CancelFlag {
-  private listener: (() => void) | undefined;
-  private raised = false;
-  /** Why it was raised, when the raiser said (its API key was revoked or expired). */
-  reason: string | undefined;
-
-  /** Whether `cancel` was called. */
-  get cancelled(): boolean {
-    return this.raised;
-  }
-
-  /** Raises the flag and calls the listener, once. */
-  cancel(reason?: string): void {
-    if (this.raised) return;
-    this.raised = true;
-    this.reason = reason;
-    const listener = this.listener;
-    this.listener = undefined;
-    listener?.();
-  }
-
-  /** Calls `listener` when the flag is raised (at once if it is already); replaces the listener before. */
-  onCancel(listener: () => void): void {
-    if (this.raised) listener();
-    else this.listener = listener;
-  }
-}
 
 /** A statement whose rows are read batch by batch. */
 export class RunningStatement {
@@ -406,20 +309,3 @@ export class RunningStatement {
     }
   };
 }
-
-/** `INSERT 0 3` → INSERT, 3; `SELECT 5` → SELECT, 5; `CREATE TABLE` → CREATE TABLE, null. */
-export function parseCommandTag(tag: string): { command: string; rowCount: number | null } {
-  // The counts are the trailing space-separated numbers; the row count is the last of them.
-  let cut = tag.length;
-  let rowCount: number | null = null;
-  for (;;) {
-    let i = cut;
-    while (i > 0 && isDigit(tag.charCodeAt(i - 1))) i--;
-    if (i === cut || i === 0 || tag.charCodeAt(i - 1) !== SPACE) break;
-    rowCount ??= Number(tag.slice(i, cut));
-    cut = i - 1;
-  }
-  return { command: tag.slice(0, cut), rowCount };
-}
-
-const SPACE = 0x20;

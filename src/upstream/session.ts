@@ -95,9 +95,7 @@ export interface UpstreamSession {
 export const ignore = (): void => undefined;
 
 export { type CancelTarget } from './cancel-upstream.js';
-export { watchSilence } from './silence-watch.js';
 export { cancelUpstream };
-export { runOwnQuery, type OwnQueryResult } from './own-query.js';
 
 /** Settings Postgres reports (ParameterStatus) that change how it reads statement text. */
 const READING_SETTINGS = ['standard_conforming_strings', 'client_encoding'];

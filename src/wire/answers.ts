@@ -6,43 +6,20 @@
  * ReadyForQuery; `local` entries are answers the proxy makes itself, written as soon as every
  * entry before them has completed.
  */
-import { errorInOriginal, type Decision, type SessionChange } from '../policy/index.js';
+import { errorInOriginal } from '../policy/index.js';
 import type { PgError } from '../shared/errors.js';
 import { BackendCode, buildErrorResponse, buildReadyForQuery, decodeDataRow, decodeErrorResponse, fromClientText, inClientText, type ClientText, type TransactionStatus } from '../protocol/index.js';
 import { countError } from '../observe/metrics.js';
 import { noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
 import type { BackendState } from './backend-state.js';
 import { METERED, type AnswerMeter } from './metering.js';
-import type { Internal, Pooling, Step } from './pooling.js';
-import type { Sent } from './prepared.js';
+import type { Pooling } from './pooling.js';
+import type { Internal, Pending } from './requests.js';
 import type { Run } from './run.js';
 import { signalOf, type Signal } from './signals.js';
 import { STAND_IN_BYTES } from './stand-in.js';
 
-/** A client's request sent upstream: a Query, or an extended batch from its first message to its Sync. */
-export interface Pending {
-  changes: readonly SessionChange[];
-  /** The SQL sent (the batch's Parse texts for the extended protocol): the text of DDL in the audit log. */
-  sql?: string | undefined;
-  failed: boolean;
-  /** The proxy's ErrorResponse for a refused statement, in place of its stand-in's (or of the error naming `refused`). */
-  refusal: Buffer | undefined;
-  refused?: Buffer;
-  /** A rewritten Query: the text sent and what the rewrites changed, to count error positions in the client's text. */
-  rewritten?: { sent: string; edits: Extract<Decision, { kind: 'rewrite' }>['edits'] };
-  /** Pooling by transaction: what each statement (Query) or Execute (batch) does to the session. */
-  steps?: (Step | undefined)[];
-  stepAt: number;
-  /** Pooling by transaction: Parse and Close messages sent for it, to tell the proxy's answers from the client's. */
-  parses?: Sent[];
-  parseAt: number;
-  closes?: Sent[];
-  closeAt: number;
-}
-
-export function pending(changes: readonly SessionChange[], sql: string | undefined, refusal?: Buffer): Pending {
-  return { changes, sql, failed: false, refusal, stepAt: 0, parseAt: 0, closeAt: 0 };
-}
+// The relay imports these from here.
 
 type Entry = { kind: 'request'; p: Pending } | { kind: 'local'; frames: Buffer[] } | { kind: 'internal'; job: Internal; error?: Buffer };
 

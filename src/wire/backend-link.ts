@@ -4,7 +4,8 @@
  * to it has arrived, so that the cancel cannot stop another client's statement there.
  */
 import type { Return } from '../upstream/session-pool.js';
-import { cancelUpstream, ignore, settle, watchSilence, type UpstreamSession } from '../upstream/session.js';
+import { cancelUpstream, ignore, settle, type UpstreamSession } from '../upstream/session.js';
+import { watchSilence } from '../upstream/silence-watch.js';
 import type { BackendState } from './backend-state.js';
 import type { Pooling } from './pooling.js';
 import { Run } from './run.js';

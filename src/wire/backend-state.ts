@@ -47,7 +47,7 @@ export class BackendState {
     if (committed) this.announced = this.serving;
     this.announcing = undefined;
   }
-  /** Bumped when `reported` changes (see Pooling.inSync). */
+  /** Bumped when `reported` changes (see AheadOfRequests.inSync). */
   reportedStamp = 0;
   /** Kept by `settingsId`. */
   settingsMemo: { stamp: number; id: number } | undefined;

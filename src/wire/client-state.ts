@@ -8,9 +8,7 @@
  *   unseen, on a backend that lacks them, and shared between a role's clients by text and
  *   parameter types: a backend keeps one server statement per (text, types) and each client's
  *   name maps onto it;
- * - what pins it to its backend: state that lives in one backend and cannot be made again on
- *   another — temporary objects, session advisory locks, LISTEN, cursors WITH HOLD — and code
- *   the policy could not see into, until the backend has been asked what it left (the check).
+ * - what pins it to its backend (client-pins.ts, the class this one extends).
  *
  * `BackendState` (backend-state.ts) is the other side: what one backend has, as the proxy left it.
  * Both change as statements succeed (`applyEffects`), so that after each transaction the proxy
@@ -25,17 +23,14 @@ import { SequenceWrites } from './sequences.js';
 import { schemaChanged, schemaGeneration } from './schema-generation.js';
 import { isCustom } from './custom-settings.js';
 import { noteSettingName, type CheckResult } from './state-check.js';
+import { ClientPins } from './client-pins.js';
 
 /** Reported settings that decide how Postgres reads statement text. */
 const READING = ['standard_conforming_strings', 'client_encoding'];
 
-/** Why a client keeps its backend between transactions (the metrics' `reason` label). */
-export type PinReason = 'session' | 'temp' | 'advisory_lock' | 'listen' | 'cursor' | 'unknown';
-export const PIN_REASONS: readonly PinReason[] = ['session', 'temp', 'advisory_lock', 'listen', 'cursor', 'unknown'];
-
 let clients = 0;
 
-export class ClientState {
+export class ClientState extends ClientPins {
   readonly id = ++clients;
   /** Reported settings as the client was told them (greeting, then each ParameterStatus passed on). */
   readonly reported: Map<string, string>;
@@ -45,18 +40,10 @@ export class ClientState {
   readonly statements = new Map<string, Prepared>();
   /** The unnamed statement of the latest Parse with no name (protocol), until the next or a Query. */
   unnamed: Prepared | undefined;
-  private temp = false;
-  private locks = false;
-  private listens = false;
-  private readonly cursors = new Set<string>();
-  /** Set when something may have changed the session out of the proxy's sight: the backend is asked before it is let go. */
-  needsCheck = false;
-  /** Bumped when `reported` changes (see Pooling.inSync). */
+  /** Bumped when `reported` changes (see AheadOfRequests.inSync). */
   reportedStamp = 0;
   /** Kept by `settingsId`. */
   settingsMemo: { stamp: number; id: number } | undefined;
-  /** A pin was taken in the transaction now open: if it rolls back, the check says what is left. */
-  private pinnedInTransaction = false;
   /** The process id the client was given (BackendKeyData): what pg_backend_pid() shows it. */
   processId: number | undefined;
   /** What its statements may have done to its sequence state since the last capture (sequences.ts). */
@@ -73,6 +60,7 @@ export class ClientState {
     startup: ReadonlyMap<string, SettingValue>,
     readonly startupReported: ReadonlyMap<string, string> = greeting,
   ) {
+    super();
     this.reported = new Map(greeting);
     this.other = new OtherSettings(startup);
     for (const name of startup.keys()) if (isCustom(name)) this.defined.add(name);
@@ -100,33 +88,9 @@ export class ClientState {
     this.other.addDefault(BACKEND_PID_SETTING, setConfigValue(BACKEND_PID_SETTING, String(this.processId)));
   }
 
-  /** Session mode (`pgPoolMode` session): the client keeps its first backend for its whole session. */
-  sessionMode = false;
-
-  /** The reasons the client keeps its backend now (empty: it may be pooled). */
-  pins(): PinReason[] {
-    const out: PinReason[] = [];
-    if (this.sessionMode) out.push('session');
-    if (this.temp) out.push('temp');
-    if (this.locks) out.push('advisory_lock');
-    if (this.listens) out.push('listen');
-    if (this.cursors.size > 0) out.push('cursor');
-    if (this.needsCheck) out.push('unknown');
-    return out;
-  }
-
-  get pinned(): boolean {
-    return this.sessionMode || this.temp || this.locks || this.listens || this.cursors.size > 0 || this.needsCheck;
-  }
-
   /** What the backend said it holds (see `CHECK_SQL`): pins follow it, and its settings are the client's from now on. */
   applyCheck(found: CheckResult, backend: BackendState): void {
-    this.temp = found.temp;
-    this.locks = found.locks;
-    this.listens = found.listens;
-    this.cursors.clear();
-    if (found.cursors) this.cursors.add(''); // held, by names the proxy may not know: the next check says when they are gone
-    this.needsCheck = false;
+    this.checkedPins(found);
     // A custom setting that exists there and did not before the code ran was made by it (a rolled-back set_config leaves it, empty).
     for (const name of found.present) if (!backend.placeholders.has(name)) this.define(name, backend);
     const names = new Set([...this.other.names(), ...backend.other.names(), ...found.settings.keys()]);
@@ -186,7 +150,7 @@ export class ClientState {
         return this.resetReported();
       case 'discard':
         if (e.what === 'sequences' || e.what === 'all') this.forgetSequences();
-        if (e.what === 'temp' || e.what === 'all') this.temp = false;
+        this.discardPins(e.what);
         if (e.what !== 'all') return;
         this.other.resetAll();
         backend.other.resetAll();
@@ -195,9 +159,6 @@ export class ClientState {
         this.statements.clear();
         this.unnamed = undefined;
         backend.forgetStatements();
-        this.locks = false;
-        this.listens = false;
-        this.cursors.clear();
         return;
       case 'prepare':
         if (text === undefined) return;
@@ -219,39 +180,19 @@ export class ClientState {
         }
         return;
       case 'temp':
-        this.temp = this.pinnedInTransaction = true;
-        return;
+      case 'lock':
+      case 'unlock':
+      case 'unlock_all':
+      case 'listen':
+      case 'unlisten':
+      case 'hold_cursor':
+      case 'close_cursor':
+        return this.applyPin(e);
       case 'drop':
         if (this.temp) this.needsCheck = true; // the last temporary object may be gone: the backend says
         return schemaChanged();
       case 'ddl':
         return schemaChanged();
-      case 'lock':
-        if (e.surely) this.locks = this.pinnedInTransaction = true;
-        else this.needsCheck = true; // a try may have taken none: the backend says
-        return;
-      case 'unlock':
-        if (this.locks) this.needsCheck = true; // others may be held still: the backend says
-        return;
-      case 'unlock_all':
-        this.locks = false;
-        return;
-      case 'listen':
-        this.listens = this.pinnedInTransaction = true;
-        return;
-      case 'unlisten':
-        if (e.all) this.listens = false;
-        else if (this.listens) this.needsCheck = true;
-        return;
-      case 'hold_cursor':
-        this.cursors.add(e.name);
-        this.pinnedInTransaction = true;
-        return;
-      case 'close_cursor':
-        if (e.name === null) this.cursors.clear();
-        else this.cursors.delete(e.name);
-        if (this.cursors.has('')) this.needsCheck = true; // cursors only the check knew of: it says when they are gone
-        return;
       case 'savepoint':
         // A ROLLBACK TO undoes what followed the savepoint; the proxy does not follow savepoints.
         if (e.rollback && (this.other.pending || backend.other.pending)) this.needsCheck = true;

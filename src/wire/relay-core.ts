@@ -14,8 +14,9 @@ import { Run } from './run.js';
 import type { AuditEvent, AuditOrigin } from '../control/audit.js';
 import { countError, wireBytesOut, type ErrorOrigin } from '../observe/metrics.js';
 import { AnswerMeter } from './metering.js';
-import type { Internal, Pooling } from './pooling.js';
-import { Answers, type AnswersHost, type Pending } from './answers.js';
+import type { Pooling } from './pooling.js';
+import type { Internal, Pending } from './requests.js';
+import { Answers, type AnswersHost } from './answers.js';
 import { BackendLink } from './backend-link.js';
 import { Backpressure } from './backpressure.js';
 import { LargeMessageGate } from './large-messages.js';
@@ -323,7 +324,7 @@ export abstract class RelayCore {
   };
 
   /**
-   * Pooling: the backend could not be brought to the client's session (Pooling.restore). What the
+   * Pooling: the backend could not be brought to the client's session (AheadOfRequests.restore, pooling-ahead.ts). What the
    * client sent behind that did not run: it is answered with the error, the backend is closed, and
    * the client's next request gets another one. The session goes on.
    */

@@ -17,12 +17,12 @@ import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, 
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import { countError, decisions, wireBytesIn, type ErrorOrigin } from '../observe/metrics.js';
 import type { Prepared } from './prepared-statement.js';
-import type { Pooling, Step } from './pooling.js';
+import type { Pooling } from './pooling.js';
 import { restoresAfterResets } from './reset-restore.js';
 import { splicedQuery } from './query-splices.js';
 import type { Sent } from './prepared.js';
 import { standIn } from './stand-in.js';
-import { pending, type Pending } from './answers.js';
+import { pending, type Pending, type Step } from './requests.js';
 import { runHandled } from './handled.js';
 import { checkFunctionCall } from './large-objects.js';
 import { ClientReading } from './reading.js';

@@ -27,7 +27,7 @@ import { StartupSettings } from './startup-settings.js';
 import { SequenceFreeTables } from './sequences.js';
 import { schemaChanged } from './schema-generation.js';
 import { Activities } from './activity.js';
-import { PIN_REASONS, type PinReason } from './client-state.js';
+import { PIN_REASONS, type PinReason } from './client-pins.js';
 
 /** How long terminated clients get to read their FATAL before `close` cuts what is left. */
 const FAREWELL_MS = 1_000;

@@ -10,7 +10,8 @@
  */
 import { PgError } from '../shared/errors.js';
 import type { SessionPool } from '../upstream/session-pool.js';
-import { runOwnQuery, type UpstreamSession } from '../upstream/session.js';
+import type { UpstreamSession } from '../upstream/session.js';
+import { runOwnQuery } from '../upstream/own-query.js';
 import { backendState } from './pooling.js';
 import { noteSettingName } from './state-check.js';
 import { isCustom } from './custom-settings.js';

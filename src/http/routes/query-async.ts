@@ -16,7 +16,7 @@ import type { QueryAccepted } from '../schemas.js';
 import { decide, originOf } from '../statement-decision.js';
 import { readableRange, storedAnswer } from '../stored-result.js';
 import { ownerOf, statusUrl } from './queries.js';
-import type { QueryBody, QueryDeps } from './query.js';
+import type { QueryBody, QueryDeps } from './query-deps.js';
 
 const ended = (r: QueryRecord) => r.status !== 'queued' && r.status !== 'running';
 

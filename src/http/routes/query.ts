@@ -7,49 +7,26 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import type { Static } from 'typebox';
 import Type from 'typebox';
-import type { ControlPlane, Principal } from '../../control/control-plane.js';
-import { errorInOriginal, type Policy } from '../../policy/index.js';
+import type { Principal } from '../../control/control-plane.js';
+import { errorInOriginal } from '../../policy/index.js';
 import { PgError, SqlState } from '../../shared/errors.js';
 import { sqlForLog } from '../../shared/logger.js';
-import { CancelFlag, canceled, RunningStatement, type Row } from '../../upstream/query-run.js';
-import type { TypeCatalog } from '../../upstream/query-types.js';
-import type { SessionPool } from '../../upstream/session-pool.js';
+import { CancelFlag, canceled } from '../../upstream/cancel-flag.js';
+import { RunningStatement, type Row } from '../../upstream/query-run.js';
 import type { UpstreamSession } from '../../upstream/session.js';
 import { principalOf } from '../auth.js';
 import { countError } from '../../observe/metrics.js';
 import { originOf, tagOrigin } from '../../observe/error-origins.js';
-import type { AsyncQueries } from '../async-queries.js';
 import { publicError } from '../errors.js';
 import { Recording } from '../query-recording.js';
 import { CONTENT_TYPES, createWriter, negotiateFormat, type ResultFormat, type ResultWriter } from '../result-formats.js';
-import type { RunningQueries } from '../running-queries.js';
 import { QueryAccepted, QueryHeaders, QueryIdParams, QueryRequest, QueryResult } from '../schemas.js';
 import { decide, ran, type Run } from '../statement-decision.js';
 import { answerAsync } from './query-async.js';
+import type { QueryDeps } from './query-deps.js';
 
-/** What the query route needs, injected by the composition root. */
-export interface QueryDeps {
-  control: ControlPlane;
-  policy: Policy;
-  /** Raw upstream sessions per role, reset lazily (in the round trip of the next statement). */
-  sessions: SessionPool;
-  /** Start-up settings of REST sessions: search_path, statement timeout, application name. */
-  sessionSettings: Readonly<Record<string, string>>;
-  types: TypeCatalog;
-  /** Row cap of one answer (config maxResultRows). */
-  maxRows: number;
-  /** Queries named by `X-Query-Id`, for `POST /query/<id>/cancel`. */
-  running: RunningQueries;
-  /** Async queries and the query history. */
-  queries: AsyncQueries;
-  /** Config asyncResultTtlMs, shown as when a result expires. */
-  resultTtlMs: number;
-}
-
-/** The body of `POST /query/`. */
-export type QueryBody = Static<typeof QueryRequest>;
+export type { QueryBody, QueryDeps } from './query-deps.js';
 
 type Started = Awaited<ReturnType<typeof RunningStatement.start>>;
 

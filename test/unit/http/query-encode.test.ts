@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { csvField, encodeArray, encodeRow, encodeValue } from '../../../src/upstream/query-encode.js';
-import { parseCommandTag } from '../../../src/upstream/query-run.js';
+import { parseCommandTag } from '../../../src/upstream/command-tag.js';
 import { upperUnquoted, type ValueEncoding } from '../../../src/upstream/query-types.js';
 
 const num: ValueEncoding = { kind: 'number' };
