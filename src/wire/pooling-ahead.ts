@@ -13,7 +13,7 @@ import type { ClientState, BuiltinFunctions } from './client-state.js';
 import type { Prepared } from './prepared-statement.js';
 import { customSettingsSql, isCustom, readsCustom } from './custom-settings.js';
 import type { PreparedStatements } from './prepared.js';
-import type { Internal } from './requests.js';
+import { noEffects, type Internal } from './requests.js';
 import { literal, settingsDiff, settingsId, settingsStamp } from './session-settings.js';
 import { announcement } from './notifications.js';
 import { quoteIdent } from '../policy/names.js';
@@ -55,14 +55,20 @@ export class AheadOfRequests {
    * Query's statements, or of the statement that begins an extended batch.
    */
   before(backend: BackendState, status: TransactionStatus, effects: readonly (readonly SessionEffect[])[] | undefined, query: boolean, queryText?: string): Internal[] {
-    if (status === 'E') return [];
-    if (hasEffect(effects, 'backend_pid')) this.client.usesBackendPid();
-    const jobs: Internal[] = [];
-    const text = this.texts.of(this.client.reported.get('client_encoding'));
+    if (status === 'E') return NOTHING;
+    if (hasEffect(effects, 'backend_pid')) this.client.usesBackendPid(); // changes the client's settings: before they are compared
     // Nothing changed on either side since they were last made the same (the client's next
     // transaction on its own backend), or the backend was left with the same settings by another
     // client: no setting to compare.
     const synced = this.inSync(backend) || this.sameSettings(backend);
+    // The hot path (a client's next plain statement on a backend in step with it): nothing to
+    // send, nothing allocated.
+    if (synced && noEffects(effects) && (backend.serving === undefined || backend.serving === this.client.processId)) {
+      if (effects !== undefined) backend.requestSettings = undefined;
+      return NOTHING;
+    }
+    const jobs: Internal[] = [];
+    const text = this.texts.of(this.client.reported.get('client_encoding'));
     // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
     // when it gets it, so everything after (the settings, statements prepared again, the client's
     // own messages) is read as the client writes it.
@@ -227,6 +233,9 @@ function hasSessionsRead(effects: readonly (readonly SessionEffect[])[], what: '
 }
 
 const setConfig = (name: string, value: string) => `SELECT pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)`;
+
+/** What goes ahead of a request that needs nothing sent first (shared: never changed). */
+const NOTHING: Internal[] = [];
 
 /** Whether a statement of these does something of `kind` (no closures: this runs before every request). */
 function hasEffect(effects: readonly (readonly SessionEffect[])[] | undefined, kind: SessionEffect['kind']): boolean {

@@ -22,7 +22,7 @@ import { restoresAfterResets } from './reset-restore.js';
 import { splicedQuery } from './query-splices.js';
 import type { Sent } from './prepared.js';
 import { standIn } from './stand-in.js';
-import { pending, type Pending, type Step } from './requests.js';
+import { noEffects, pending, type Pending, type Step } from './requests.js';
 import { runHandled } from './handled.js';
 import { checkFunctionCall } from './large-objects.js';
 import { ClientReading } from './reading.js';
@@ -129,7 +129,7 @@ export class Relay extends RelayCore {
     switch (d.kind) {
       case 'allow':
       case 'rewrite': {
-        if (!this.ready(FrontendCode.Query, frame, () => this.applyQuery(frame, sql, d))) return;
+        if (!this.backend.takeNow() && !this.ready(FrontendCode.Query, frame, () => this.applyQuery(frame, sql, d))) return; // no closure made on the hot path
         decisions.wire[d.kind].value++;
         this.activity?.started(sql, this.answers.status);
         this.beforeRequest(d.effects, true, sql);
@@ -145,8 +145,9 @@ export class Relay extends RelayCore {
         if (shown !== undefined) p.refusal = this.inClientText(buildErrorResponse(shown.error));
         if (d.kind === 'rewrite') p.rewritten = { sent: d.sql, edits: d.edits };
         if (this.pooling !== undefined) {
-          p.steps = d.effects?.map((effects): Step => ({ effects, text: sql }));
-          for (const r of [...(restores ?? [])].reverse()) p.steps?.splice(r.statement + 1, 0, { effects: r.effects, text: undefined, hidden: true });
+          // Steps only where a statement does something to the session (a step of none is a no-op).
+          if (restores !== undefined || !noEffects(d.effects)) p.steps = d.effects?.map((effects): Step => ({ effects, text: sql }));
+          if (restores !== undefined) for (const r of [...restores].reverse()) p.steps?.splice(r.statement + 1, 0, { effects: r.effects, text: undefined, hidden: true });
           this.pooling.client.unnamed = backend.unnamed = undefined; // a Query drops the unnamed statement
         }
         return this.answers.request(p);

@@ -15,6 +15,13 @@ export interface Step {
   hidden?: true;
 }
 
+/** Whether no statement of these does anything to the session (then pooling has nothing to follow or send for them). */
+export function noEffects(effects: readonly (readonly SessionEffect[])[] | undefined): boolean {
+  if (effects === undefined) return true;
+  for (const list of effects) if (list.length > 0) return false;
+  return true;
+}
+
 /** A request of the proxy's own on the backend: its frames are written, its answers end at its ReadyForQuery. */
 export interface Internal {
   frames: Buffer[];
