@@ -87,44 +87,44 @@ export class PreparedStatements {
    * backend holds one of that name: another client's. Also says which statement it is (its
    * effects are the portal's, for a Bind).
    */
-  use(backend: BackendState, code: number, frame: Buffer): { sent: Sent[]; statement: Prepared | undefined } {
+  use(backend: BackendState, code: number, frame: Buffer): { sent: Sent[] | undefined; statement: Prepared | undefined } {
+    // `sent` undefined: the message goes as it came (the hot path: nothing else allocated).
     const at = statementName(code, frame);
-    const as = (sent: Sent[], statement?: Prepared) => ({ sent, statement });
-    const plain: Sent = { frame, kind: 'other', ours: false };
-    if (at === undefined) return as([plain]);
+    if (at === undefined) return { sent: undefined, statement: undefined };
     const client = this.client;
+    const plain = (): Sent => ({ frame, kind: 'other', ours: false });
     if (at.name === '') {
       const own = client.unnamed;
       if (own === undefined) {
         // Whatever the backend's unnamed statement holds is not this client's: Postgres must find none.
-        if (backend.unnamed === undefined) return as([plain]);
+        if (backend.unnamed === undefined) return { sent: undefined, statement: undefined };
         backend.unnamed = undefined;
-        return as([{ frame: buildClose('S', ''), kind: 'close', ours: true }, plain]);
+        return { sent: [{ frame: buildClose('S', ''), kind: 'close', ours: true }, plain()], statement: undefined };
       }
-      if (backend.unnamed === own) return as([plain], own);
+      if (backend.unnamed === own) return { sent: undefined, statement: own };
       backend.unnamed = own;
       statementReprepares.value++;
-      return as([{ frame: buildParse('', own.sql, own.paramTypes), kind: 'parse', ours: true, undo: () => void (backend.unnamed === own && (backend.unnamed = undefined)) }, plain], own);
+      return { sent: [{ frame: buildParse('', own.sql, own.paramTypes), kind: 'parse', ours: true, undo: () => void (backend.unnamed === own && (backend.unnamed = undefined)) }, plain()], statement: own };
     }
     const p = client.statements.get(at.name);
     if (p === undefined) {
       // Postgres says it does not exist (before it looks at the transaction), under a name it does not hold.
-      if (!backend.hasServerStatement(at.name)) return as([plain]);
+      if (!backend.hasServerStatement(at.name)) return { sent: undefined, statement: undefined };
       const absent = backend.nameFor(at.name);
-      return as([{ frame: renamed(frame, at, absent), kind: 'other', ours: false, error: { names: Buffer.from(`"${absent}"`), instead: missing(at.name) } }]);
+      return { sent: [{ frame: renamed(frame, at, absent), kind: 'other', ours: false, error: { names: Buffer.from(`"${absent}"`), instead: missing(at.name) } }], statement: undefined };
     }
-    const sent: Sent[] = [];
     let server = backend.serverName(p.key);
     // A server statement made before a schema change the client's own statement came after may
     // plan on what changed (0A000 cached plan must not change result type): it is made again.
     if (server === undefined || (p.generation > backend.madeIn(server) && p.kind === 'protocol')) {
-      if (p.kind === 'sql') return as([plain], p); // made by the Query before (see `beforeQuery`), else Postgres says 26000
+      if (p.kind === 'sql') return { sent: undefined, statement: p }; // made by the Query before (see `beforeQuery`), else Postgres says 26000
       server = backend.nameFor(at.name);
-      sent.push(prepareAgain(backend, server, p));
+      const again = prepareAgain(backend, server, p);
       statementReprepares.value++;
+      return { sent: [again, { frame: server === at.name ? frame : renamed(frame, at, server), kind: 'other', ours: false }], statement: p };
     }
-    sent.push({ frame: server === at.name ? frame : renamed(frame, at, server), kind: 'other', ours: false });
-    return as(sent, p);
+    if (server === at.name) return { sent: undefined, statement: p };
+    return { sent: [{ frame: renamed(frame, at, server), kind: 'other', ours: false }], statement: p };
   }
 
   /** The client's own statement a Bind names (what running it does to the session, its text), or undefined. */

@@ -199,7 +199,7 @@ export class Relay extends RelayCore {
   }
 
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {
-    if ((d.kind === 'allow' || d.kind === 'rewrite') && !this.ready(FrontendCode.Parse, frame, () => this.applyParse(frame, parse, d))) return;
+    if ((d.kind === 'allow' || d.kind === 'rewrite') && !this.backend.takeNow() && !this.ready(FrontendCode.Parse, frame, () => this.applyParse(frame, parse, d))) return; // no closure made on the hot path
     decisions.wire[d.kind].value++;
     this.activity?.started(parse.sql, this.answers.status);
     if ((this.batchSql?.length ?? 0) < AUDIT_SQL_MAX_CHARS) this.batchSql = this.batchSql === undefined ? parse.sql : `${this.batchSql}\n${parse.sql}`;

@@ -6,6 +6,7 @@ import { SqlState } from '../../../src/shared/errors.js';
 import { BackendState } from '../../../src/wire/backend-state.js';
 import { ClientState } from '../../../src/wire/client-state.js';
 import { PreparedStatements, type Sent } from '../../../src/wire/prepared.js';
+import type { Prepared } from '../../../src/wire/prepared-statement.js';
 import { renamed, statementName } from '../../../src/wire/statement-frames.js';
 
 const client = () => new ClientState(new Map([['TimeZone', 'UTC']]), new Map());
@@ -20,6 +21,12 @@ function parse(p: PreparedStatements, b: BackendState, name: string, sql: string
 }
 
 /** What a list of sends says, readably: `P name: sql` (a Parse), `C name` (a Close), `B statement`. */
+/** PreparedStatements.use, with a message sent as it came (`sent` undefined) shown as itself. */
+function use(p: PreparedStatements, b: BackendState, code: number, frame: Buffer): { sent: Sent[]; statement: Prepared | undefined } {
+  const used = p.use(b, code, frame);
+  return { sent: used.sent ?? [{ frame, kind: 'other', ours: false }], statement: used.statement };
+}
+
 function show(sent: readonly Sent[]): string[] {
   return sent.map((s) => {
     const who = s.ours ? 'ours ' : '';
@@ -56,11 +63,11 @@ describe('one client, backends that have and lack its statements', () => {
     const p = new PreparedStatements(c);
     const b1 = backend();
     expect(show(parse(p, b1, 'q', 'SELECT $1'))).toEqual(['P q: SELECT $1']);
-    const used = p.use(b1, FrontendCode.Bind, bind('q'));
+    const used = use(p, b1, FrontendCode.Bind, bind('q'));
     expect(show(used.sent)).toEqual(['B q']);
     const b2 = backend();
-    expect(show(p.use(b2, FrontendCode.Bind, bind('q')).sent)).toEqual(['ours P q: SELECT $1', 'B q']);
-    expect(show(p.use(b2, FrontendCode.Bind, bind('q')).sent)).toEqual(['B q']);
+    expect(show(use(p, b2, FrontendCode.Bind, bind('q')).sent)).toEqual(['ours P q: SELECT $1', 'B q']);
+    expect(show(use(p, b2, FrontendCode.Bind, bind('q')).sent)).toEqual(['B q']);
   });
 
   it("a name the client holds already is refused as Postgres would (42P05); one it never prepared is Postgres' own 26000", () => {
@@ -70,7 +77,7 @@ describe('one client, backends that have and lack its statements', () => {
     parse(p, b, 'q', 'SELECT 1');
     const again = p.parse(b, decodeParse(buildParse('q', 'SELECT 2')), 'SELECT 2', [], buildParse('q', 'SELECT 2'));
     expect(again).toMatchObject({ code: SqlState.DuplicatePreparedStatement });
-    expect(show(p.use(b, FrontendCode.Bind, bind('never')).sent)).toEqual(['B never']);
+    expect(show(use(p, b, FrontendCode.Bind, bind('never')).sent)).toEqual(['B never']);
   });
 
   it('a failed Parse is undone: the client can Parse that name again', () => {
@@ -93,8 +100,8 @@ describe('clients sharing a backend', () => {
     parse(a, b, 'S_1', 'SELECT $1::int');
     const sent = show(parse(d, b, 'S_1', 'SELECT $1::text'));
     expect(sent).toEqual(['P repobase_s1: SELECT $1::text']);
-    expect(show(d.use(b, FrontendCode.Bind, bind('S_1')).sent)).toEqual(['B repobase_s1']);
-    expect(show(a.use(b, FrontendCode.Bind, bind('S_1')).sent)).toEqual(['B S_1']);
+    expect(show(use(d, b, FrontendCode.Bind, bind('S_1')).sent)).toEqual(['B repobase_s1']);
+    expect(show(use(a, b, FrontendCode.Bind, bind('S_1')).sent)).toEqual(['B S_1']);
   });
 
   it("the same text: the other client's statement serves; a Parse of the same name and text closes it first", () => {
@@ -104,7 +111,7 @@ describe('clients sharing a backend', () => {
     parse(a, b, 'P0_1', 'SELECT $1');
     // d prepared it on another backend: here, a's serves it, nothing prepared again.
     parse(d, backend(), 'mine', 'SELECT $1');
-    expect(show(d.use(b, FrontendCode.Bind, bind('mine')).sent)).toEqual(['B P0_1']);
+    expect(show(use(d, b, FrontendCode.Bind, bind('mine')).sent)).toEqual(['B P0_1']);
     const e = new PreparedStatements(client());
     expect(show(parse(e, b, 'P0_1', 'SELECT $1'))).toEqual(['ours C P0_1', 'P P0_1: SELECT $1']);
   });
@@ -114,7 +121,7 @@ describe('clients sharing a backend', () => {
     const a = new PreparedStatements(client());
     const d = new PreparedStatements(client());
     parse(a, b, 'secret', 'SELECT 42');
-    const used = d.use(b, FrontendCode.Bind, bind('secret'));
+    const used = use(d, b, FrontendCode.Bind, bind('secret'));
     expect(show(used.sent)).toEqual(['B repobase_s1']);
     expect(used.sent[0]!.error?.instead.message).toBe('prepared statement "secret" does not exist');
   });
@@ -125,9 +132,9 @@ describe('clients sharing a backend', () => {
     const a = new PreparedStatements(ca);
     const d = new PreparedStatements(client());
     parse(a, b, '', 'SELECT 1');
-    expect(show(d.use(b, FrontendCode.Bind, bind('')).sent)).toEqual(['ours C ', 'B ']);
+    expect(show(use(d, b, FrontendCode.Bind, bind('')).sent)).toEqual(['ours C ', 'B ']);
     const other = backend();
-    expect(show(a.use(other, FrontendCode.Bind, bind('')).sent)).toEqual(['ours P : SELECT 1', 'B ']);
+    expect(show(use(a, other, FrontendCode.Bind, bind('')).sent)).toEqual(['ours P : SELECT 1', 'B ']);
   });
 
   it('SQL EXECUTE, PREPARE, DEALLOCATE: the name made present or absent before the Query', () => {
