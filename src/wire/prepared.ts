@@ -44,6 +44,11 @@ function prepareAgain(backend: BackendState, name: string, p: Prepared): Sent {
   return { frame: buildParse(name, p.sql, p.paramTypes), kind: 'parse', ours: true, undo: () => backend.forgetServerStatement(name) };
 }
 
+/** The client's message, sent as it came. */
+function asCame(frame: Buffer): Sent {
+  return { frame, kind: 'other', ours: false };
+}
+
 export class PreparedStatements {
   constructor(private readonly client: ClientState) {}
 
@@ -92,19 +97,18 @@ export class PreparedStatements {
     const at = statementName(code, frame);
     if (at === undefined) return { sent: undefined, statement: undefined };
     const client = this.client;
-    const plain = (): Sent => ({ frame, kind: 'other', ours: false });
     if (at.name === '') {
       const own = client.unnamed;
       if (own === undefined) {
         // Whatever the backend's unnamed statement holds is not this client's: Postgres must find none.
         if (backend.unnamed === undefined) return { sent: undefined, statement: undefined };
         backend.unnamed = undefined;
-        return { sent: [{ frame: buildClose('S', ''), kind: 'close', ours: true }, plain()], statement: undefined };
+        return { sent: [{ frame: buildClose('S', ''), kind: 'close', ours: true }, asCame(frame)], statement: undefined };
       }
       if (backend.unnamed === own) return { sent: undefined, statement: own };
       backend.unnamed = own;
       statementReprepares.value++;
-      return { sent: [{ frame: buildParse('', own.sql, own.paramTypes), kind: 'parse', ours: true, undo: () => void (backend.unnamed === own && (backend.unnamed = undefined)) }, plain()], statement: own };
+      return { sent: [{ frame: buildParse('', own.sql, own.paramTypes), kind: 'parse', ours: true, undo: () => void (backend.unnamed === own && (backend.unnamed = undefined)) }, asCame(frame)], statement: own };
     }
     const p = client.statements.get(at.name);
     if (p === undefined) {
