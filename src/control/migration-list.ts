@@ -368,4 +368,30 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${CONTROL_SCHEMA}.usage_hourly ADD COLUMN queued_ms bigint NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 16,
+    name: 'the query history in pages',
+    // src/control/history-pages.ts. Requests recorded before stay rows of queries until their days pass.
+    sql: () => `
+      CREATE TABLE ${CONTROL_SCHEMA}.history_pages (
+        -- random (62 bits), part of its entries' ids
+        id bigint PRIMARY KEY,
+        user_name text NOT NULL REFERENCES ${CONTROL_SCHEMA}.users(name) ON DELETE CASCADE,
+        key_id text NOT NULL,
+        -- the earliest and latest submission time of its entries (first_at: part of their ids)
+        first_at timestamptz NOT NULL,
+        last_at timestamptz NOT NULL,
+        entries integer NOT NULL,
+        failed integer NOT NULL,
+        cancelled integer NOT NULL,
+        -- JSON, raw-deflated: [[query_string, truncated, status, submitted_at ms, finished_at ms, row_count, command, error] or null (deleted), …]
+        body bytea NOT NULL
+      );
+      -- Compressed already: stored out of line as it is.
+      ALTER TABLE ${CONTROL_SCHEMA}.history_pages ALTER COLUMN body SET STORAGE EXTERNAL;
+      CREATE INDEX ON ${CONTROL_SCHEMA}.history_pages (user_name, last_at DESC, id DESC);
+      CREATE INDEX ON ${CONTROL_SCHEMA}.history_pages (user_name, key_id, last_at DESC, id DESC);
+      CREATE INDEX ON ${CONTROL_SCHEMA}.history_pages (last_at);
+    `,
+  },
 ];

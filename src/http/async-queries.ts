@@ -9,6 +9,7 @@
  */
 import type pg from 'pg';
 import type { ControlPlane, Principal } from '../control/control-plane.js';
+import { deleteOldEntries, getEntry, listEntries, placeOfHistoryId, newestFirst, removeEntry } from '../control/history-pages.js';
 import { QueryHistory } from '../control/query-history.js';
 import {
   deleteOldQueries,
@@ -217,6 +218,7 @@ export class AsyncQueries {
 
   /** `owner`'s query `id`; one that was running on a process now gone reads failed. */
   async get(id: string, owner: QueryOwner): Promise<QueryRecord | undefined> {
+    if (placeOfHistoryId(id) !== undefined) return getEntry(this.admin, id, owner);
     const record = await getQuery(this.admin, id, owner);
     if (record?.status !== 'running' || this.local.has(id) || (await this.failOrphans({ id })) === 0) return record;
     return getQuery(this.admin, id, owner);
@@ -226,11 +228,13 @@ export class AsyncQueries {
   async list(owner: QueryOwner, filter: { status?: QueryStatus | undefined; limit: number }): Promise<QueryRecord[]> {
     await this.history.flush();
     await this.failOrphans({ user: owner.user });
-    return listQueries(this.admin, owner, filter);
+    const [queries, history] = await Promise.all([listQueries(this.admin, owner, filter), listEntries(this.admin, owner, filter)]);
+    return [...queries, ...history].sort(newestFirst).slice(0, filter.limit);
   }
 
   /** Cancels `owner`'s query `id` (waiting until its statement is gone) or deletes it when it has ended. */
   async remove(id: string, owner: QueryOwner): Promise<Removal> {
+    if (placeOfHistoryId(id) !== undefined) return (await removeEntry(this.admin, id, owner)) ? { kind: 'deleted' } : { kind: 'missing' };
     const removal = await removeQuery(this.admin, id, owner);
     if (removal.kind !== 'cancelled' || removal.record.runner === null) return removal;
     const local = this.local.get(id);
@@ -287,7 +291,7 @@ export class AsyncQueries {
   private async retain(): Promise<void> {
     const { asyncResultTtlMs, queryHistoryDays } = this.deps.config;
     await expireResults(this.admin, asyncResultTtlMs, queryHistoryDays > 0);
-    if (queryHistoryDays > 0) await deleteOldQueries(this.admin, queryHistoryDays);
+    if (queryHistoryDays > 0) await Promise.all([deleteOldQueries(this.admin, queryHistoryDays), deleteOldEntries(this.admin, queryHistoryDays)]);
   }
 
   /** Stops the runs here (each marked failed: the server stopped), writes the history left, closes the channel. */

@@ -3,7 +3,8 @@
  * answer ends — succeeded, failed, or cancelled (a cancel, or its client gone). It is itself the
  * entry the history buffers (one object per request, nothing awaited: see control/query-history.ts).
  */
-import type { HistoryEntry, QueryHistory } from '../control/query-history.js';
+import type { HistoryEntry } from '../control/history-pages.js';
+import type { QueryHistory } from '../control/query-history.js';
 import type { ErrorJson } from '../control/query-records.js';
 import type { Principal } from '../control/control-plane.js';
 import { PgError, SqlState } from '../shared/errors.js';

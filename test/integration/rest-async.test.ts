@@ -305,6 +305,26 @@ describe('the history', () => {
     expect(((await (await srv.call(carol.key, 'GET', '/queries/?status=failed')).json()) as { queries: Info[] }).queries.map((q) => q.query_string)).toEqual(['SELECT 1/0']);
     expect(((await (await srv.call(carol.key, 'GET', '/queries/?limit=1')).json()) as { queries: Info[] }).queries).toHaveLength(1);
     expect((await srv.call(carol.key, 'GET', '/queries/?status=done')).status).toBe(400);
+    // A sync query is deleted from the history by its id.
+    expect((await srv.call(carol.key, 'DELETE', `/queries/${sync.id}`)).status).toBe(204);
+    expect((await srv.call(carol.key, 'GET', `/queries/${sync.id}`)).status).toBe(404);
+    expect((await srv.call(carol.key, 'DELETE', `/queries/${sync.id}`)).status).toBe(404);
+    const left = ((await (await srv.call(carol.key, 'GET', '/queries/')).json()) as { queries: Info[] }).queries;
+    expect(left.map((q) => q.query_string)).toEqual(['SELECT 2 AS two', 'SELECT 1/0']);
+  });
+
+  it('shows a scoped key only the queries run with it; the full key sees them all', async () => {
+    const erin = await srv.user('erin');
+    const made = await srv.call(erin.key, 'POST', '/keys/', { name: 'dashboard', access: 'read' });
+    expect(made.status).toBe(201);
+    const scoped = ((await made.json()) as { key: string }).key;
+    expect((await srv.query(erin.key, 'SELECT 1 AS full_key')).status).toBe(200);
+    expect((await srv.query(scoped, 'SELECT 1 AS scoped_key')).status).toBe(200);
+    const listed = async (key: string) => ((await (await srv.call(key, 'GET', '/queries/')).json()) as { queries: Info[] }).queries;
+    expect((await listed(scoped)).map((q) => q.query_string)).toEqual(['SELECT 1 AS scoped_key']);
+    expect((await listed(erin.key)).map((q) => q.query_string)).toEqual(['SELECT 1 AS scoped_key', 'SELECT 1 AS full_key']);
+    const fullOnes = (await listed(erin.key)).filter((q) => q.query_string === 'SELECT 1 AS full_key');
+    expect((await srv.call(scoped, 'GET', `/queries/${fullOnes[0]!.id}`)).status).toBe(404);
   });
 
   it('is written in the background: a POST /query/ makes no round trip to the control plane for it', async () => {
@@ -321,11 +341,11 @@ describe('the history', () => {
       const started = seen.length;
       for (let i = 0; i < 20; i++) expect((await srv.query(dave.key, `SELECT ${i} AS i`)).status).toBe(200);
       // (The background sweep of queued and orphaned queries may look at the table meanwhile; nothing writes a history row.)
-      expect(seen.slice(started).filter((sql) => sql.startsWith('INSERT INTO _repobase.queries'))).toEqual([]);
+      expect(seen.slice(started).filter((sql) => sql.startsWith('INSERT INTO _repobase.history_pages'))).toEqual([]);
       // Listing writes what this process holds first: one batch for the 21 requests.
       const { queries } = (await (await srv.call(dave.key, 'GET', '/queries/')).json()) as { queries: Info[] };
       expect(queries).toHaveLength(21);
-      expect(seen.slice(started).filter((sql) => sql.startsWith('INSERT INTO _repobase.queries'))).toHaveLength(1);
+      expect(seen.slice(started).filter((sql) => sql.startsWith('INSERT INTO _repobase.history_pages'))).toHaveLength(1);
     } finally {
       pool.query = original;
     }
