@@ -157,6 +157,20 @@ describe('a read key', () => {
     expect(r.body.error?.hint).toContain('POST /api/v1beta/keys/');
   });
 
+  it("gives its Postgres session back to its own role's pool, also after a streamed answer", async () => {
+    // CSV answers stream, and a streamed answer gives the session back when it ends.
+    for (let i = 0; i < 3; i++) {
+      const res = await srv.call(readKey, 'POST', '/query/', { query_string: `SELECT id, amount FROM "${sales}".orders ORDER BY id` }, { accept: 'text/csv' });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('10');
+    }
+    // The user's full key then runs as the user, with the user's rights, on every session it takes.
+    const alices = await Promise.all(Array.from({ length: 4 }, () => query(alice.key, 'SELECT current_user AS who')));
+    for (const r of alices) expect(r.body.data).toEqual([[alice.name]]);
+    const write = await query(alice.key, `INSERT INTO "${other}".secret VALUES ('still mine')`);
+    expect(write.status, JSON.stringify(write.body)).toBe(200);
+  });
+
   it('cannot manage the account: keys, repos, sharing, usage, the console', async () => {
     const calls: Array<[string, string, unknown?]> = [
       ['GET', '/keys/'],

@@ -110,7 +110,7 @@ function chunked({ deps, principal, queryString, format, reply, session, started
     // Cut short (row cap, client gone, cancelled): Postgres stops at once, and the session is
     // pooled again once it is idle.
     if (!statement.done) await statement.cancel();
-    deps.sessions.release(principal.user, deps.sessionSettings, session, statement.reusable);
+    deps.sessions.release(principal.role, deps.sessionSettings, session, statement.reusable);
     entry?.abandoned();
   };
   async function* pieces(): AsyncGenerator<string> {
