@@ -140,9 +140,11 @@ export class AuditLog {
     return this.writer.flush();
   }
 
+  /** Writes the rows buffered when it starts; rows that come meanwhile wait for the next tick (batches, not a trickle). */
   private async write(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.splice(0, 1000);
+    for (let left = this.buffer.length; left > 0; ) {
+      const batch = this.buffer.splice(0, Math.min(left, 1000));
+      left -= batch.length;
       try {
         await insertRows(this.admin, batch);
       } catch (err: unknown) {

@@ -55,9 +55,15 @@ export class QueryHistory {
     if (this.buffer.length + this.dropped > 0) this.log.warn({ lost: this.buffer.length + this.dropped }, 'query history rows lost at stop: the control plane did not answer');
   }
 
+  /**
+   * Writes the entries buffered when it starts, no more: entries that come meanwhile wait for the
+   * next tick, so a busy service writes pages of hundreds of entries, not one small page per
+   * round trip.
+   */
   private async write(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.splice(0, 2_000);
+    for (let left = this.buffer.length; left > 0; ) {
+      const batch = this.buffer.splice(0, Math.min(left, 2_000));
+      left -= batch.length;
       for (const e of batch) this.chars -= Math.min(e.queryString.length, HISTORY_SQL_MAX_CHARS);
       try {
         await insertEntries(this.admin, batch);

@@ -340,12 +340,15 @@ describe('the history', () => {
     try {
       const started = seen.length;
       for (let i = 0; i < 20; i++) expect((await srv.query(dave.key, `SELECT ${i} AS i`)).status).toBe(200);
-      // (The background sweep of queued and orphaned queries may look at the table meanwhile; nothing writes a history row.)
-      expect(seen.slice(started).filter((sql) => sql.startsWith('INSERT INTO _repobase.history_pages'))).toEqual([]);
-      // Listing writes what this process holds first: one batch for the 21 requests.
+      // Nothing is written per request: at most the writer's one-second tick fell among them.
+      const writes = () => seen.slice(started).filter((sql) => sql.startsWith('INSERT INTO _repobase.history_pages')).length;
+      const during = writes();
+      expect(during).toBeLessThanOrEqual(1);
+      // Listing writes what this process holds first: one batch at most for the requests not yet written.
       const { queries } = (await (await srv.call(dave.key, 'GET', '/queries/')).json()) as { queries: Info[] };
       expect(queries).toHaveLength(21);
-      expect(seen.slice(started).filter((sql) => sql.startsWith('INSERT INTO _repobase.history_pages'))).toHaveLength(1);
+      expect(writes()).toBeGreaterThanOrEqual(1);
+      expect(writes()).toBeLessThanOrEqual(during + 1);
     } finally {
       pool.query = original;
     }
