@@ -116,6 +116,8 @@ describe('queries in the background', () => {
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('division by zero');
     await expect.poll(() => entries('SELECT 1/0 AS boom').first().getByText('Failed').isVisible()).toBe(true);
+    // The entry says what failed, not only its SQLSTATE.
+    await expect.poll(() => entries('SELECT 1/0 AS boom').first().getByText(/division by zero \(22012\)/).isVisible()).toBe(true);
     await typeStatement('SELECT 42 AS answer');
     await page.keyboard.press('Control+Enter');
     await expect.poll(() => entries('SELECT 42 AS answer').first().getByText('Succeeded').isVisible()).toBe(true);

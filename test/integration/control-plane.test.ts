@@ -5,7 +5,7 @@ import { keyDdlInstalled, migrate, schemaEventsInstalled } from '../../src/contr
 import { testEnv, type TestEnv } from '../helpers/cluster.js';
 
 /** Every migration the service has, in order: a new one is added here on purpose. */
-const ALL_MIGRATIONS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+const ALL_MIGRATIONS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
 
 let env: TestEnv;
 

@@ -75,11 +75,15 @@ async function play(script: Script, run: Run): Promise<Outcome> {
   const clients: ScriptClient[] = [];
   for (const params of script.startup) clients.push(await run.connect(params));
   const pids = new Map(clients.map((c, i) => [c.processId, i]));
-  // Process ids in values and messages name clients; a row description's numbers are type oids.
-  const normal = (line: string): string =>
-    line.startsWith('T ')
-      ? line.replaceAll(run.user, 'U').replace(/:(\d{5,})\b/g, (m, oid: string) => (Number(oid) >= 16384 ? ':<oid>' : m))
-      : line.replaceAll(run.user, 'U').replace(/\b\d{3,}\b/g, (n) => (pids.has(Number(n)) ? `<client ${pids.get(Number(n))}>` : n));
+  // Process ids in values and messages name clients (never an error's or notice's SQLSTATE, which
+  // may read as one); a row description's numbers are type oids.
+  const clientsIn = (text: string): string => text.replace(/\b[1-9]\d{2,}\b/g, (n) => (pids.has(Number(n)) ? `<client ${pids.get(Number(n))}>` : n));
+  const normal = (line: string): string => {
+    const named = line.replaceAll(run.user, 'U');
+    if (named.startsWith('T ')) return named.replace(/:(\d{5,})\b/g, (m, oid: string) => (Number(oid) >= 16384 ? ':<oid>' : m));
+    const coded = /^[EN] [0-9A-Z]{5} /.exec(named);
+    return coded ? coded[0] + clientsIn(named.slice(coded[0].length)) : clientsIn(named);
+  };
   const steps: string[][] = [];
   try {
     for (const step of script.steps) {

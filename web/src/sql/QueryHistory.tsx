@@ -30,14 +30,18 @@ const STATUS_LABELS: Record<QueryInfo['status'], string> = {
 
 const time = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 
-/** Duration, rows and when: `0.42 s · 3 rows · 10:41:07`. */
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** Duration, rows, what failed and when: `0.42 s · 3 rows · 10:41:07`, `0.01 s · division by zero (22012) · 10:41:09`. */
 function meta(q: QueryInfo): string {
   const parts: string[] = [];
   const ms = durationOf(q);
   if (ms !== null) parts.push(elapsed(ms));
   if (q.status === 'running' && q.rows_stored > 0) parts.push(`${count(q.rows_stored, 'row', 'rows')} so far`);
   else if (q.row_count !== null) parts.push(count(q.row_count, 'row', 'rows'));
-  if (q.error && q.status === 'failed') parts.push(q.error.code);
+  if (q.error && q.status === 'failed') parts.push(`${cut(q.error.message, 80)} (${q.error.code})`);
   parts.push(time.format(new Date(q.submitted_at)));
   return parts.join(' · ');
 }
