@@ -123,11 +123,23 @@ export function paginate(rows: readonly HistoryEntry[]): Page[] {
 const keyToId = (key: string): string => BigInt(`0x${key}`).toString();
 const idToKey = (id: string): string => BigInt(id).toString(16).padStart(16, '0');
 
-/** Writes `rows` as pages (one INSERT); entries of a user deleted meanwhile are skipped. */
-export async function insertEntries(db: Queryable, rows: readonly HistoryEntry[]): Promise<void> {
+/**
+ * Writes `rows` as pages (one INSERT); entries of a user deleted meanwhile are skipped. Committed
+ * without waiting for the WAL's flush (`synchronous_commit` off for this transaction alone): the
+ * history is a record of what ran, not data, and a crash of Postgres may lose its last fraction of
+ * a second; the commit's flush per write was most of what the history cost Postgres.
+ */
+export async function insertEntries(pool: pg.Pool, rows: readonly HistoryEntry[]): Promise<void> {
   const pages = paginate(rows);
   // JSON writes a NUL as \u0000; compressed here, off the event loop, so Postgres stores the bytes as they come.
   const bodies = await Promise.all(pages.map((p) => deflate(JSON.stringify(p.entries), { level: 1 })));
+  await inTransaction(pool, async (tx) => {
+    await query(tx, 'SET LOCAL synchronous_commit = off');
+    await insertPages(tx, pages, bodies);
+  });
+}
+
+async function insertPages(db: Queryable, pages: readonly Page[], bodies: readonly Buffer[]): Promise<void> {
   const values: unknown[] = [];
   const tuples = pages.map((p, i) => {
     const n = values.push(keyToId(p.key), p.user, p.keyId, p.firstAt, p.lastAt, p.entries.length, p.failed, p.cancelled, bodies[i]);

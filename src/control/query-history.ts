@@ -3,7 +3,7 @@
  * error, kept in pages (history-pages.ts) that `GET /queries/` lists beside the async queries.
  * The request path only appends to a bounded buffer (no round trip, no promise); a background
  * writer writes the buffer in batches (one INSERT of a page per user and key, every second or
- * every BATCH_ROWS rows, and at close), as the audit log and the usage meter do. While the
+ * every 1,000 entries, and at close), as the audit log and the usage meter do. While the
  * control plane does not answer, rows wait up to the buffer's bound; past it they are dropped
  * and a warning says how many.
  */
@@ -14,7 +14,8 @@ import { BackgroundWriter } from './background-writer.js';
 import { HISTORY_SQL_MAX_CHARS, insertEntries, type HistoryEntry } from './history-pages.js';
 
 const FLUSH_MS = 1_000;
-const BATCH_ROWS = 500;
+/** A page's worth (history-pages.ts): written at once rather than waiting for the tick. */
+const BATCH_ROWS = 1_000;
 /** Rows (and characters of statement text) kept in memory while the control plane does not answer. */
 const BUFFER_ROWS = 20_000;
 const BUFFER_CHARS = 32 * 1024 * 1024;
