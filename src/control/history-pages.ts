@@ -127,7 +127,8 @@ const idToKey = (id: string): string => BigInt(id).toString(16).padStart(16, '0'
  * Writes `rows` as pages (one INSERT); entries of a user deleted meanwhile are skipped. Committed
  * without waiting for the WAL's flush (`synchronous_commit` off for this transaction alone): the
  * history is a record of what ran, not data, and a crash of Postgres may lose its last fraction of
- * a second; the commit's flush per write was most of what the history cost Postgres.
+ * a second; the flush per write cost Postgres about a third of what the history did
+ * (bench/notes/2026-11-28-rest-history.md).
  */
 export async function insertEntries(pool: pg.Pool, rows: readonly HistoryEntry[]): Promise<void> {
   const pages = paginate(rows);
@@ -169,12 +170,19 @@ async function entriesOf(body: Buffer): Promise<(Stored | null)[]> {
   return JSON.parse((await inflate(body)).toString('utf8')) as (Stored | null)[];
 }
 
-function toRecord(user: string, row: PageRow, index: number, s: Stored): QueryRecord {
+/** The entries of a page as records, in their places (null where one was deleted). */
+async function recordsOf(user: string, row: PageRow): Promise<(QueryRecord | null)[]> {
+  const page = idToKey(row.id);
+  const ms = row.first_at.getTime();
+  return (await entriesOf(row.body)).map((s, index) => s && toRecord(user, row.key_id, historyId({ page, ms, index }), s));
+}
+
+function toRecord(user: string, keyId: string, id: string, s: Stored): QueryRecord {
   const [queryString, queryTruncated, status, submittedAt, finishedAt, rowCount, command, error] = s;
   return {
-    id: historyId({ page: idToKey(row.id), ms: row.first_at.getTime(), index }),
+    id,
     user,
-    keyId: row.key_id,
+    keyId,
     async: false,
     queryString,
     queryTruncated,
@@ -209,8 +217,7 @@ async function pageOf(db: Queryable, id: string, owner: QueryOwner, lock: boolea
 export async function getEntry(db: Queryable, id: string, owner: QueryOwner): Promise<QueryRecord | undefined> {
   const found = await pageOf(db, id, owner, false);
   if (!found) return undefined;
-  const entry = (await entriesOf(found.row.body))[found.place.index];
-  return entry ? toRecord(owner.user, found.row, found.place.index, entry) : undefined;
+  return (await recordsOf(owner.user, found.row))[found.place.index] ?? undefined;
 }
 
 /** Deletes the history entry `id` of `owner` (a null left in its place); whether there was one. */
@@ -273,11 +280,7 @@ export async function listEntries(db: Queryable, owner: QueryOwner, filter: { st
       [owner.user, owner.keyId, before?.at ?? null, before?.id ?? null, batch],
     );
     for (const row of res.rows) {
-      const entries = await entriesOf(row.body);
-      for (let i = 0; i < entries.length; i++) {
-        const s = entries[i];
-        if (s && (filter.status === undefined || s[2] === filter.status)) found.push(toRecord(owner.user, row, i, s));
-      }
+      for (const r of await recordsOf(owner.user, row)) if (r && (filter.status === undefined || r.status === filter.status)) found.push(r);
     }
     const last = res.rows.at(-1);
     if (res.rows.length < batch || !last) break;
