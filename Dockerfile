@@ -28,5 +28,5 @@ VOLUME ["/data"]
 EXPOSE 8080 5433
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:8080/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["node", "bin/repobase.js"]
+ENTRYPOINT ["bin/repobase.js"]
 CMD ["serve"]

@@ -159,7 +159,7 @@ export async function startBenchEnv(log: (s: string) => void, opts: BenchEnvOpti
     const key = await createBenchUser(env, bin);
     const serve = async (workers: string, more: Record<string, string> = {}) => {
       const [httpPort, wirePort] = [await freePort(), await freePort()];
-      const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, ...more, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
+      const service = start('repobase', bin, ['serve'], { ...env, ...more, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: workers });
       stops.push(service.stop);
       const httpUrl = `http://127.0.0.1:${httpPort}`;
       // The banner comes once every worker serves.

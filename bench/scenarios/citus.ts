@@ -59,7 +59,7 @@ async function startCitusWorld(bin: string, scale: number, label: string, log: (
     const env = serviceEnv(citus.url(), join(dir, 'repobase'));
     const key = await createBenchUser(env, bin);
     const [httpPort, wirePort] = [await freePort(), await freePort()];
-    const service = start('repobase', process.execPath, [bin, 'serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: '0' });
+    const service = start('repobase', bin, ['serve'], { ...env, REPOBASE_HTTP_PORT: String(httpPort), REPOBASE_PG_PORT: String(wirePort), REPOBASE_WORKERS: '0' });
     stops.push(service.stop);
     const httpUrl = `http://127.0.0.1:${httpPort}`;
     await waitFor(`repobase on Citus${label}`, async () => service.output().includes('repobase is running') && (await fetch(`${httpUrl}/healthz`)).ok, 60_000);

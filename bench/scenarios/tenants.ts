@@ -58,7 +58,7 @@ async function startService(bin: string, log: (s: string) => void): Promise<Serv
   log(`starting repobase (${bin}) on an embedded Postgres`);
   // Each in a session of its own, as on machines of their own: the service's scheduling group is
   // not the load generators'.
-  const service = start('repobase', process.execPath, [bin, 'serve'], env, { detached: true });
+  const service = start('repobase', bin, ['serve'], env, { detached: true });
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   try {
     await waitFor('repobase', async () => service.output().includes('repobase is running') && (await fetch(`${httpUrl}/healthz`)).ok, 120_000);

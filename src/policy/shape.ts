@@ -27,7 +27,12 @@ const enum C {
 
 const NUMBER = /^(?:(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?|0[xX][\da-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+)$/;
 
-export const isIdentPart = (c: number) => isLetter(c) || isDigit(c) || c === C.Underscore || c === C.Dollar || c >= 0x80;
+/** ASCII codes that may continue an identifier: letters, digits, `_` and `$`. */
+const IDENT_PART = new Uint8Array(128);
+for (let c = 0; c < 128; c++) IDENT_PART[c] = isLetter(c) || isDigit(c) || c === C.Underscore || c === C.Dollar ? 1 : 0;
+
+/** Whether `c` may continue an identifier (past the end, NaN: no). */
+export const isIdentPart = (c: number) => c >= 0x80 || IDENT_PART[c] === 1;
 
 /** End index (exclusive) of the quoted text starting at `i` (at the opening quote). */
 export function quotedEnd(sql: string, i: number, quote: number, backslashes: boolean): number {
@@ -90,17 +95,31 @@ export function dollarQuotedEnd(sql: string, i: number): number | undefined {
   return close < 0 ? sql.length : close + tag[0].length;
 }
 
+/** Whether the digits of a number run from `i` to `end` (the common case: no need for NUMBER). */
+function plainDigits(sql: string, i: number, end: number): boolean {
+  for (let j = i; j < end; j++) if (!isDigit(sql.charCodeAt(j))) return false;
+  return true;
+}
+
 /**
  * The statement with its numeric literals replaced by `0`, or undefined when it has none (its
- * text is then its own shape).
+ * text is then its own shape). On the wire's hot path for every statement with inlined values:
+ * one pass, the result built by concatenation, the regular expression only for numbers that are
+ * not plain digits.
  */
 export function literalShape(sql: string): string | undefined {
-  let out: string[] | undefined;
+  let out: string | undefined;
   let copied = 0;
   let i = 0;
   const n = sql.length;
   while (i < n) {
     const c = sql.charCodeAt(i);
+    if (isLetter(c) || c === C.Underscore || c >= 0x80) {
+      // A word: its digits (t1, a$2) are part of it.
+      i++;
+      while (i < n && isIdentPart(sql.charCodeAt(i))) i++;
+      continue;
+    }
     const prev = i > 0 ? sql.charCodeAt(i - 1) : 0;
     if (c === C.Quote) {
       // E'…' / e'…' take backslash escapes (only when E is a word of its own)
@@ -123,9 +142,8 @@ export function literalShape(sql: string): string | undefined {
     } else if ((isDigit(c) || (c === C.Dot && isDigit(sql.charCodeAt(i + 1)))) && !isIdentPart(prev) && prev !== C.Dot) {
       const end = numberEnd(sql, i);
       // Anything but a plain number (`1abc`, which Postgres versions lex differently): no shape.
-      if (!NUMBER.test(sql.slice(i, end))) return undefined;
-      out ??= [];
-      out.push(sql.slice(copied, i), '0');
+      if (!plainDigits(sql, i, end) && !NUMBER.test(sql.slice(i, end))) return undefined;
+      out = out === undefined ? `${sql.slice(0, i)}0` : `${out}${sql.slice(copied, i)}0`;
       copied = end;
       i = end;
     } else if (isIdentPart(c)) {
@@ -135,7 +153,5 @@ export function literalShape(sql: string): string | undefined {
       i++;
     }
   }
-  if (out === undefined) return undefined;
-  out.push(sql.slice(copied));
-  return out.join('');
+  return out === undefined ? undefined : out + sql.slice(copied);
 }

@@ -27,10 +27,15 @@
  * from `limitsOf` and are read again by `refresh`.
  */
 import { PgError, SqlState } from '../shared/errors.js';
-import { enqueue, Tenant, type Hold, type TenantLimits } from './tenant.js';
+import { enqueue, Tenant, type Hold, type TenantLimits, type TurnDone, type Waiter } from './tenant.js';
 import type { UpstreamSession } from './session.js';
 
-export { newHold, Tenant, type Hold, type TenantLimits } from './tenant.js';
+export { newHold, Tenant, type Hold, type TenantLimits, type TurnDone } from './tenant.js';
+
+/** Ends a wait in a microtask of its own (see `waitFor`). */
+function settleLater(w: Waiter, err: unknown, tenant?: Tenant): void {
+  queueMicrotask(() => w.done(err, tenant));
+}
 
 /** How often Postgres is asked which held backends use no CPU, while anyone waits. */
 const SAMPLE_MS = 100;
@@ -104,17 +109,24 @@ export class Admission {
 
   /** A slot for `user` once it is their turn; 53300 after `ms`. */
   wait(user: string, ms: number): Promise<Tenant> {
+    return new Promise((resolve, reject) => this.waitFor(user, ms, (err, t) => (t === undefined ? reject(err) : resolve(t))));
+  }
+
+  /**
+   * `wait` with a callback (no promise: many clients on few backends wait for every transaction).
+   * `done` is called in a microtask of its own, never inside the `leave` that let it in: whoever
+   * gave the slot back finishes first (a lent backend is pooled before the next one looks).
+   */
+  waitFor(user: string, ms: number, done: TurnDone): void {
     const t = this.tenant(user);
-    return new Promise((resolve, reject) => {
-      const now = performance.now();
-      const was = t.competing;
-      enqueue(t.queue, { started: now, deadline: now + ms, ms, resolve, reject });
-      this.compete(t, was);
-      this.queued.add(t);
-      this.waiting++;
-      this.tick();
-      this.dispatch();
-    });
+    const now = performance.now();
+    const was = t.competing;
+    enqueue(t.queue, { started: now, deadline: now + ms, ms, done });
+    this.compete(t, was);
+    this.queued.add(t);
+    this.waiting++;
+    this.tick();
+    this.dispatch();
   }
 
   /** The slot taken by `enter` or `wait` is now held by the backend of `hold`. */
@@ -151,18 +163,13 @@ export class Admission {
     if (this.waiting > 0) this.dispatch();
   }
 
-  /** The session `session` resolves with, holding `turn`; the turn given back when none comes. */
-  holding(turn: Tenant, session: Promise<UpstreamSession>): Promise<UpstreamSession> {
-    return session.then(
-      (s) => {
-        this.hold(turn, s.hold);
-        return s;
-      },
-      (err: unknown) => {
-        this.cancel(turn);
-        throw err;
-      },
-    );
+  /** The callback of a wait for a session taken with `turn`: the session holds it, or the turn goes back when none comes. */
+  holding(turn: Tenant, done: (err: unknown, session?: UpstreamSession) => void): (err: unknown, session?: UpstreamSession) => void {
+    return (err, session) => {
+      if (session === undefined) this.cancel(turn);
+      else this.hold(turn, session.hold);
+      done(err, session);
+    };
   }
 
   /** Reads the limits of `users` again (an admin changed them). */
@@ -193,7 +200,7 @@ export class Admission {
   close(): void {
     clearTimeout(this.ticker);
     this.ticker = undefined;
-    for (const t of this.queued) for (const w of t.queue.splice(0)) w.reject(new PgError(SqlState.AdminShutdown, 'the service is shutting down'));
+    for (const t of this.queued) for (const w of t.queue.splice(0)) settleLater(w, new PgError(SqlState.AdminShutdown, 'the service is shutting down'));
     this.queued.clear();
     this.waiting = 0;
   }
@@ -273,7 +280,7 @@ export class Admission {
       if (best.queue.length === 0) this.queued.delete(best);
       this.admit(best, true); // it was competing, with its place in line
       this.waitedFor(best.user, performance.now() - w.started);
-      w.resolve(best);
+      settleLater(w, undefined, best);
     }
   }
 
@@ -303,7 +310,7 @@ export class Admission {
         this.waiting--;
         this.compete(t, true);
         this.waitedFor(t.user, now - w.started);
-        w.reject(this.tooLong(t, w.ms));
+        settleLater(w, this.tooLong(t, w.ms));
       }
       if (t.queue.length === 0) this.queued.delete(t);
     }

@@ -62,8 +62,8 @@ export class IdleSessions {
     if (list === undefined) return false;
     for (let i = list.length - 1; i >= 0; i--) {
       if (list[i]!.session !== session) continue;
-      if (i === list.length - 1) list.pop();
-      else list.splice(i, 1);
+      for (let j = i + 1; j < list.length; j++) list[j - 1] = list[j]!; // in place: a client's every transaction comes here
+      list.pop();
       if (list.length === 0) this.lists.delete(key);
       return true;
     }

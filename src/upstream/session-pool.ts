@@ -34,6 +34,9 @@ import type { SessionPoolOptions } from './session-pool-options.js';
 import { SessionCounts } from './session-counts.js';
 export type { SessionPoolOptions };
 
+/** How a wait for a session ends: with the session, or with `err` and none. */
+export type SessionDone = (err: unknown, session?: UpstreamSession) => void;
+
 /** How a session comes back: reusable as it is, reusable after DISCARD ALL, or to be closed. */
 export type Return = 'keep' | 'reset' | 'close';
 
@@ -191,26 +194,31 @@ export class SessionPool implements LineHost {
 
   /** An idle session with exactly these startup parameters (`prefer` if idle), or a new one once there is room — after the user's turn. */
   acquire(role: string, params: Readonly<Record<string, string>>, prefer?: UpstreamSession): Promise<UpstreamSession> {
+    return new Promise((resolve, reject) => this.acquireThen(role, params, prefer, (err, session) => (session === undefined ? reject(err) : resolve(session))));
+  }
+
+  /** `acquire` with a callback, at once when a session is idle: the wire's clients outnumbering the turns wait so every transaction (no promise chain). */
+  acquireThen(role: string, params: Readonly<Record<string, string>>, prefer: UpstreamSession | undefined, done: SessionDone): void {
     const idle = this.takeIdle(role, params, prefer);
-    if (idle) return Promise.resolve(idle);
+    if (idle) return done(undefined, idle);
     const admission = this.admission;
-    if (admission === undefined) return this.session(role, params, prefer);
+    if (admission === undefined) return this.session(role, params, prefer, done);
     const user = this.userOf(role);
     const turn = admission.enter(user);
-    if (turn !== undefined) return admission.holding(turn, this.session(role, params, prefer));
-    return admission.wait(user, this.opts.waitMs).then((t) => admission.holding(t, this.session(role, params, prefer)));
+    if (turn !== undefined) return this.session(role, params, prefer, admission.holding(turn, done));
+    admission.waitFor(user, this.opts.waitMs, (err, t) => (t === undefined ? done(err) : this.session(role, params, prefer, admission.holding(t, done))));
   }
 
   /** A session for a request whose turn it is: idle, else opened, else once there is room. */
-  private session(role: string, params: Readonly<Record<string, string>>, prefer?: UpstreamSession): Promise<UpstreamSession> {
+  private session(role: string, params: Readonly<Record<string, string>>, prefer: UpstreamSession | undefined, done: SessionDone): void {
     const key = this.keys.key(role, params);
     if (!this.lines.has(role)) {
       const idle = this.takeIdleSession(role, key, params, prefer);
-      if (idle) return Promise.resolve(idle);
+      if (idle) return done(undefined, idle);
     }
     const openNow = this.opts.growAfterMs === undefined || (this.inUse(role) === 0 && !this.opening(role));
-    if (openNow && !this.lines.has(role) && !this.counts.atLimit(role) && this.budget.take(this.userOf(role))) return this.open(role, key, params);
-    return this.lines.wait(role, key, params);
+    const waited = openNow && !this.lines.has(role) && !this.counts.atLimit(role) && this.budget.take(this.userOf(role)) ? this.open(role, key, params) : this.lines.wait(role, key, params);
+    waited.then((session) => done(undefined, session), done);
   }
 
   /** The role's sessions handed out (not idle, not being opened): each comes back to the pool. */

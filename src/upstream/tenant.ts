@@ -47,9 +47,12 @@ export interface Waiter {
   /** performance.now() past which it fails with 53300. */
   deadline: number;
   ms: number;
-  resolve(tenant: Tenant): void;
-  reject(err: unknown): void;
+  /** Called, never at once, with the slot (`tenant`) or the error that ends the wait. */
+  done: TurnDone;
 }
+
+/** How a wait for a turn ends: with `tenant` (the slot taken), or with `err` and no tenant. */
+export type TurnDone = (err: unknown, tenant?: Tenant) => void;
 
 /**
  * A backend's hold of a slot: one object per upstream session, reused for each of its holders

@@ -3,7 +3,7 @@
  * idle, else once there is room), listened to while held, and given back — after a cancel sent
  * to it has arrived, so that the cancel cannot stop another client's statement there.
  */
-import type { Return } from '../upstream/session-pool.js';
+import type { Return, SessionDone } from '../upstream/session-pool.js';
 import { cancelUpstream, ignore, settle, type UpstreamSession } from '../upstream/session.js';
 import { watchSilence } from '../upstream/silence-watch.js';
 import type { BackendState } from './backend-state.js';
@@ -64,9 +64,19 @@ export class BackendLink {
     return true;
   }
 
-  /** A backend once there is one (53300 past the pool timeout). */
-  take(): Promise<void> {
-    return (this.opts.pooling?.acquire() ?? this.opts.acquire()).then(this.attach);
+  /** Attaches a backend once there is one, then calls `done` (with the error instead: 53300 past the pool timeout); at once when one is idle. */
+  take(done: (err?: unknown) => void): void {
+    const got: SessionDone = (err, session) => {
+      if (session === undefined) return done(err ?? new Error('no backend'));
+      try {
+        this.attach(session);
+      } catch (e: unknown) {
+        return done(e);
+      }
+      done();
+    };
+    if (this.opts.pooling !== undefined) this.opts.pooling.acquire(got);
+    else this.opts.acquire().then((session) => got(undefined, session), got);
   }
 
   private readonly attach = (session: UpstreamSession): void => {

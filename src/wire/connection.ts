@@ -247,7 +247,7 @@ export async function serveConnection(raw: Socket, deps: WireDeps, active: () =>
     client.sessionMode = deps.config.pgPoolMode === 'session';
     const pooling = new Pooling(client, {
       takeIdle: (prefer) => deps.pool.takeIdle(role, BASELINE, prefer),
-      acquire: (prefer) => deps.pool.acquire(role, BASELINE, prefer),
+      acquire: (prefer, done) => deps.pool.acquireThen(role, BASELINE, prefer, done),
       release: (s, how) => deps.pool.release(role, BASELINE, s, how),
       lend: (s, revoke) => deps.pool.lend(role, BASELINE, s, revoke),
       reclaim: (s) => deps.pool.reclaim(role, BASELINE, s),

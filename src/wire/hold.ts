@@ -32,11 +32,14 @@ export const PAUSE_AFTER_BYTES = 64 * 1024;
 
 export class Hold {
   private count = 0;
+  /** Holds of `begin` not yet ended, and the promise `current` made for them when asked. */
+  private begun = 0;
+  private begunWork: { promise: Promise<void>; resolve: () => void } | undefined;
   private readonly backlog: Frame[] = [];
   /** Bytes of the frames in `backlog`. */
   private bytes = 0;
-  /** The work the stream is held for, while it lasts (a large message's budget goes back when it settles). */
-  current: Promise<void> | undefined;
+  /** The latest work of `until`, while it lasts. */
+  private work: Promise<void> | undefined;
 
   constructor(
     private readonly intake: Intake,
@@ -45,6 +48,43 @@ export class Hold {
 
   get held(): boolean {
     return this.count > 0;
+  }
+
+  /**
+   * The work the stream is held for, while it lasts (a large message's budget goes back when it
+   * settles): a wait of `begin` while one lasts (a promise made only when asked), else `until`'s.
+   */
+  get current(): Promise<void> | undefined {
+    if (this.begun === 0) return this.work;
+    if (this.begunWork === undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.begunWork = { promise, resolve };
+    }
+    return this.begunWork.promise;
+  }
+
+  /**
+   * Holds the stream until `end` is called: a wait with no promise, for a backend — which many
+   * clients on few backends wait for every transaction.
+   */
+  begin(): void {
+    this.count++;
+    this.begun++;
+  }
+
+  /** Ends a wait of `begin`; `err`: it failed (told to the client, whose stream goes on). */
+  end(err?: unknown): void {
+    if (--this.begun === 0 && this.begunWork !== undefined) {
+      this.begunWork.resolve();
+      this.begunWork = undefined;
+    }
+    if (err !== undefined && !this.host.finished()) this.host.failed(err);
+    try {
+      this.release();
+    } catch (e: unknown) {
+      this.host.fatal(e);
+    }
   }
 
   /** A frame that arrived while held: it waits its turn. */
@@ -77,12 +117,17 @@ export class Hold {
         },
       )
       .catch((err: unknown) => this.host.fatal(err));
-    this.current = done;
+    this.work = done;
   }
 
-  /** The work of `until` is done (or failed, and the client was told): the held frames are replayed once nothing else is awaited. */
+  /** The work of `until` is done (or failed, and the client was told). */
   private settled(done: Promise<void>): void {
-    if (this.current === done) this.current = undefined;
+    if (this.work === done) this.work = undefined;
+    this.release();
+  }
+
+  /** A wait is over: the held frames are replayed once nothing else is awaited. */
+  private release(): void {
     if (this.host.finished()) return;
     if (--this.count > 0) return; // work it started goes on: the stream resumes when that is done
     while (this.count === 0 && this.backlog.length > 0) {

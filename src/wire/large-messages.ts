@@ -57,26 +57,21 @@ export class LargeMessageGate {
   ) {}
 
   /**
-   * After each chunk read: gives back what a message that has been read in full held (once
-   * `judged` settles, when its decision is still being made), and takes for a large message the
-   * chunk began. Returns a promise to wait on when the budget is spent (the caller pauses the
+   * After each chunk read: gives back what a message that has been read in full held (once the
+   * work `judged` returns settles, when its decision is still being made: asked only then), and
+   * takes for a large message the chunk began. Returns a promise to wait on when the budget is spent (the caller pauses the
    * client until it resolves), else undefined.
    */
-  afterChunk(judged: Promise<unknown> | undefined): Promise<void> | undefined {
+  afterChunk(judged: () => Promise<unknown> | undefined): Promise<void> | undefined {
     const total = this.reader.partialTotal;
-    if (this.held > 0 && total !== this.held) {
-      const bytes = this.held;
-      this.held = 0;
-      if (judged === undefined) this.budget.give(bytes);
-      else void judged.finally(() => this.budget.give(bytes));
-    }
+    if (this.held > 0 && total !== this.held) this.close(judged());
     if (total < LARGE_MESSAGE_BYTES || this.held > 0) return undefined;
     this.held = total;
     const taken = this.budget.take(total);
     return taken === true ? undefined : taken;
   }
 
-  /** The client left: what it held goes back (once its last decision settles). */
+  /** The message was read in full, or the client left: what it held goes back (once `judged` settles). */
   close(judged: Promise<unknown> | undefined): void {
     if (this.held === 0) return;
     const bytes = this.held;

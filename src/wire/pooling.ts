@@ -12,7 +12,7 @@
 import type { SessionEffect } from '../policy/index.js';
 import type { PgError } from '../shared/errors.js';
 import { FrontendCode, buildParameterStatus, decodeParameterStatus, type TransactionStatus } from '../protocol/index.js';
-import type { Return } from '../upstream/session-pool.js';
+import type { Return, SessionDone } from '../upstream/session-pool.js';
 import type { UpstreamSession } from '../upstream/session.js';
 import { BackendState } from './backend-state.js';
 import type { ClientState } from './client-state.js';
@@ -37,8 +37,8 @@ export function backendState(session: UpstreamSession): BackendState {
 export interface PoolingDeps extends AheadDeps, HandOverDeps {
   /** Idle backend of the client's role at once (`prefer` if it is idle), or none. */
   takeIdle(prefer: UpstreamSession | undefined): UpstreamSession | undefined;
-  /** A backend of the client's role, once there is one (53300 past the pool timeout). */
-  acquire(prefer: UpstreamSession | undefined): Promise<UpstreamSession>;
+  /** A backend of the client's role, once there is one (53300 past the pool timeout); `done` may be called at once. */
+  acquire(prefer: UpstreamSession | undefined, done: SessionDone): void;
   release(session: UpstreamSession, how: Return): void;
   /** Pools the backend while the client keeps it until another request takes it (`revoke`); false: release it instead. */
   lend(session: UpstreamSession, revoke: () => void): boolean;
@@ -74,8 +74,8 @@ export class Pooling {
     return this.deps.takeIdle(this.last);
   }
 
-  acquire(): Promise<UpstreamSession> {
-    return this.deps.acquire(this.last);
+  acquire(done: SessionDone): void {
+    this.deps.acquire(this.last, done);
   }
 
   lend(session: UpstreamSession, revoke: () => void): boolean {

@@ -56,6 +56,8 @@ export abstract class RelayCore {
   protected batchSql: string | undefined;
   protected readonly pooling: Pooling | undefined;
   protected readonly searchPath: SearchPath;
+  /** The work a large message's decision waits on, if any (large-messages.ts). */
+  protected readonly judged = (): Promise<void> | undefined => this.hold.current;
   /** The client as pg_stat_activity shows it (activity.ts); set once the client has its process id. */
   activity: ClientActivity | undefined;
 
@@ -197,16 +199,21 @@ export abstract class RelayCore {
   protected ready(code: number, frame: Buffer, decided?: () => void): boolean {
     if (this.backend.takeNow()) return true;
     const rights = decided && this.deps.control.peekRights(this.principal);
-    this.hold.until(
-      this.backend.take().then(
-        () => {
-          if (this.finished) return;
-          if (rights !== undefined && rights === this.deps.control.peekRights(this.principal)) decided!();
-          else this.hold.first(code, frame);
-        },
-        (err: unknown) => this.fatal(err),
-      ),
-    );
+    this.hold.begin();
+    this.backend.take((err) => {
+      if (err !== undefined) {
+        this.fatal(err);
+        return this.hold.end();
+      }
+      if (this.finished) return this.hold.end();
+      try {
+        if (rights !== undefined && rights === this.deps.control.peekRights(this.principal)) decided!();
+        else this.hold.first(code, frame);
+      } catch (e: unknown) {
+        return this.hold.end(e);
+      }
+      this.hold.end();
+    });
     return false;
   }
 

@@ -58,7 +58,7 @@ export class Relay extends RelayCore {
       this.clientReader.push(chunk, this.onClientFrame);
       this.backend.toUpstream.flush();
       this.intake.check(this.backend.link?.session.socket);
-      const wait = this.gate?.afterChunk(this.hold.current);
+      const wait = this.gate?.afterChunk(this.judged);
       if (wait !== undefined) this.hold.until(wait, undefined, true); // no more is read until there is room
     } catch (err: unknown) {
       this.fatal(err);

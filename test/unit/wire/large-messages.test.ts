@@ -37,27 +37,27 @@ describe('LargeMessageGate', () => {
     const frame = buildQuery(`SELECT '${'x'.repeat(2 * MiB)}'`);
     const frames: Buffer[] = [];
     reader.push(frame.subarray(0, 1000), (_c, f) => frames.push(f));
-    expect(gate.afterChunk(undefined)).toBeUndefined();
+    expect(gate.afterChunk(() => undefined)).toBeUndefined();
     expect(budget.inUse).toBe(frame.length);
     // A second client's large message waits while the first is held.
     const other = new FrameReader({ source: 'frontend', startup: false, maxMessageBytes: 64 * MiB });
     const otherGate = new LargeMessageGate(budget, other);
     other.push(frame.subarray(0, 1000), () => undefined);
-    const wait = otherGate.afterChunk(undefined);
+    const wait = otherGate.afterChunk(() => undefined);
     expect(wait).toBeInstanceOf(Promise);
     // The first message completes; its decision is still being made.
     let judge!: () => void;
     const judged = new Promise<void>((r) => (judge = r));
     reader.push(frame.subarray(1000), (_c, f) => frames.push(f));
     expect(frames).toHaveLength(1);
-    expect(gate.afterChunk(judged)).toBeUndefined();
+    expect(gate.afterChunk(() => judged)).toBeUndefined();
     expect(budget.inUse).toBe(frame.length);
     judge();
     await wait;
     expect(budget.inUse).toBe(frame.length); // now the second client's
     // Small messages never touch the budget.
     reader.push(buildQuery('SELECT 1'), () => undefined);
-    expect(gate.afterChunk(undefined)).toBeUndefined();
+    expect(gate.afterChunk(() => undefined)).toBeUndefined();
     otherGate.close(undefined);
     expect(budget.inUse).toBe(0);
     expect(LARGE_MESSAGE_BYTES).toBe(MiB);
