@@ -58,9 +58,15 @@ export class PreparedStatements {
    * is closed first, so the client's own Parse answers it.
    */
   parse(backend: BackendState, parse: ParseMessage, sql: string, effects: readonly SessionEffect[], frame: Buffer): Sent[] | PgError {
-    const p: Prepared = { key: protocolKey(sql, parse.paramTypes), kind: 'protocol', sql, text: parse.sql, paramTypes: parse.paramTypes, effects, at: Date.now(), generation: schemaGeneration() };
-    const own = sql === parse.sql ? frame : buildParse(parse.name, sql, parse.paramTypes);
     const client = this.client;
+    const generation = schemaGeneration();
+    // The unnamed statement made again as it was (the same Parse, decoded once: relay.ts): the same record.
+    const same = parse.name === '' ? client.unnamed : undefined;
+    const p: Prepared =
+      same !== undefined && same.text === parse.sql && same.sql === sql && same.paramTypes === parse.paramTypes && same.effects === effects && same.generation === generation
+        ? same
+        : { key: protocolKey(sql, parse.paramTypes), kind: 'protocol', sql, text: parse.sql, paramTypes: parse.paramTypes, effects, at: Date.now(), generation };
+    const own = sql === parse.sql ? frame : buildParse(parse.name, sql, parse.paramTypes);
     if (parse.name === '') {
       client.unnamed = p;
       backend.unnamed = p;

@@ -13,7 +13,7 @@
  */
 import type { Decision, SessionEffect } from '../policy/index.js';
 import { PgError, SqlState } from '../shared/errors.js';
-import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type ParseMessage } from '../protocol/index.js';
+import { FrontendCode, buildErrorResponse, buildParse, buildQuery, decodeParse, decodeQuery, fromClientText, inClientText, type ClientText, type ParseMessage } from '../protocol/index.js';
 import { AUDIT_SQL_MAX_CHARS } from '../control/audit-text.js';
 import { countError, decisions, wireBytesIn, type ErrorOrigin } from '../observe/metrics.js';
 import type { Prepared } from './prepared-statement.js';
@@ -30,7 +30,12 @@ import { NO_CHANGES, RelayCore } from './relay-core.js';
 
 export type { RelayDeps } from './relay-deps.js';
 
+/** A Parse up to this size is remembered, to be recognised when it comes again (see `decodeParse`). */
+const REMEMBERED_PARSE_BYTES = 4096;
+
 export class Relay extends RelayCore {
+  private lastParse: { bytes: Buffer; text: ClientText; parse: ParseMessage } | undefined;
+
   // ── client → upstream ───────────────────────────────────────────────────────────────
 
   /** Pooling: the text to prepare a SQL PREPARE again from, as the policy lets it through now (undefined: refused, or not known at once). */
@@ -189,13 +194,27 @@ export class Relay extends RelayCore {
     if (reading !== 'go') return this.denyBatch(reading);
     let parse: ParseMessage;
     try {
-      parse = decodeParse(fromClientText(frame, this.readings.text()));
+      parse = this.decodeParse(frame);
     } catch (err: unknown) {
       return this.denyBatch(this.statementError(err));
     }
     const d = this.decide(parse.sql);
     if (d instanceof Promise) return this.later(d, (decided) => this.applyParse(frame, parse, decided));
     this.applyParse(frame, parse, d);
+  }
+
+  /**
+   * The Parse decoded — the same as the client's last one when its bytes are (drivers send one
+   * unnamed Parse per statement, most often the text of the one before): its text is then the
+   * same string, whose hash the policy's cache finds computed.
+   */
+  private decodeParse(frame: Buffer): ParseMessage {
+    const text = this.readings.text();
+    const last = this.lastParse;
+    if (last !== undefined && last.text === text && last.bytes.length === frame.length && last.bytes.equals(frame)) return last.parse;
+    const parse = decodeParse(fromClientText(frame, text));
+    if (frame.length <= REMEMBERED_PARSE_BYTES) this.lastParse = { bytes: Buffer.from(frame), text, parse };
+    return parse;
   }
 
   private applyParse(frame: Buffer, parse: ParseMessage, d: Decision): void {

@@ -81,6 +81,22 @@ describe('client encodings', () => {
     }
   });
 
+  it('the same Parse bytes again after a change of encoding run as the new one reads them', async () => {
+    const c = await raw(alice, { client_encoding: 'LATIN1' });
+    try {
+      const { buildBind, buildExecute } = await import('../../src/protocol/index.js');
+      // 0xE9 is é in LATIN1 and й in WIN1251.
+      const parse = transcodeFrame(buildParse('', "SELECT encode(convert_to('é', 'UTF8'), 'hex')"), utf8, clientText('LATIN1')!.encode);
+      const run = () => c.send([parse, buildBind({ portal: '', statement: '', paramFormats: [], params: [], resultFormats: [] }), buildExecute(''), sync()], 1);
+      expect(await run()).toContain(`D ${hex('é')}`);
+      expect(await run()).toContain(`D ${hex('é')}`);
+      expect(await c.send([query("SET client_encoding = 'WIN1251'")], 1)).toContain('C SET');
+      expect(await run()).toContain(`D ${hex('й')}`);
+    } finally {
+      c.close();
+    }
+  });
+
   it('a LATIN1 client and a UTF-8 client on one backend each keep their own', async () => {
     const latin = await raw(alice, { client_encoding: 'LATIN1' });
     const plain = await raw(alice);

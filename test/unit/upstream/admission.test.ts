@@ -39,6 +39,18 @@ function queue(a: Admission, user: string, order: string[], holds: Hold[], ms = 
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe('admission', () => {
+  it('ends a wait of waitFor in a microtask of its own, after the leave that let it in is done', async () => {
+    const { a, run } = admission({ max: 1 });
+    const first = run('alice')!;
+    const seen: string[] = [];
+    a.waitFor('bob', 10_000, (err, t) => seen.push(t === undefined ? `failed ${String(err)}` : `in ${t.user}`));
+    a.leave(first);
+    seen.push('left');
+    await Promise.resolve();
+    expect(seen).toEqual(['left', 'in bob']);
+    expect(a.states()).toEqual({ running: 1, parked: 0, waiting: 0, usersWaiting: 0 });
+  });
+
   it('lets transactions in at once up to max, and no further', () => {
     const { a, run } = admission({ max: 2 });
     const first = run('alice');

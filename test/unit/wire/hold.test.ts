@@ -66,4 +66,42 @@ describe('Hold', () => {
     await hold.current;
     expect(calls).toEqual(['failed Error: no backend', 'replay Q 3', 'replayed', 'resumed']);
   });
+
+  it('a wait of begin/end holds and replays like one of until, with no promise unless the large-message gate asks for one', async () => {
+    const { calls, hold } = setup();
+    hold.begin();
+    hold.push(Q, Buffer.alloc(4));
+    expect(hold.held).toBe(true);
+    const asked = hold.current; // the gate waits on the work: a promise made only now
+    expect(asked).toBeInstanceOf(Promise);
+    hold.first(Q, Buffer.alloc(2));
+    hold.end();
+    await asked; // settled with the wait
+    expect(calls).toEqual(['replay Q 2', 'replay Q 4', 'replayed', 'resumed']);
+    expect(hold.held).toBe(false);
+    expect(hold.current).toBeUndefined();
+  });
+
+  it('a failed begin/end wait is told to the host; a replay that throws ends the session', () => {
+    const { calls, hold } = setup();
+    hold.begin();
+    hold.push(Q, Buffer.alloc(1));
+    hold.end(new Error('53300'));
+    expect(calls).toEqual(['failed Error: 53300', 'replay Q 1', 'replayed', 'resumed']);
+
+    const broken = new Hold(new Intake({ destroyed: false, pause: () => undefined, resume: () => undefined } as unknown as Socket), {
+      replay: () => {
+        throw new Error('bad frame');
+      },
+      failed: () => undefined,
+      fatal: (err) => calls.push(`fatal ${String(err)}`),
+      replayed: () => undefined,
+      resumed: () => undefined,
+      finished: () => false,
+    });
+    broken.begin();
+    broken.push(Q, Buffer.alloc(1));
+    broken.end();
+    expect(calls.at(-1)).toBe('fatal Error: bad frame');
+  });
 });
