@@ -33,12 +33,13 @@ export class IdleSessions {
     if (list === undefined || list.length === 0) return undefined;
     let i = list.length - 1;
     if (prefer !== undefined && list[i]!.session !== prefer) {
-      const at = list.findIndex((e) => e.session === prefer);
+      let at = i - 1;
+      while (at >= 0 && list[at]!.session !== prefer) at--;
       if (at >= 0) i = at;
       else this.preferMissing = true;
     }
     while (list.length > 0) {
-      const entry = list.splice(i, 1)[0]!;
+      const entry = removeAt(list, i);
       const session = entry.session;
       i = list.length - 1;
       if (list.length === 0) this.lists.delete(key);
@@ -62,8 +63,7 @@ export class IdleSessions {
     if (list === undefined) return false;
     for (let i = list.length - 1; i >= 0; i--) {
       if (list[i]!.session !== session) continue;
-      for (let j = i + 1; j < list.length; j++) list[j - 1] = list[j]!; // in place: a client's every transaction comes here
-      list.pop();
+      removeAt(list, i);
       if (list.length === 0) this.lists.delete(key);
       return true;
     }
@@ -135,4 +135,12 @@ export class IdleSessions {
   *sessions(): Iterable<UpstreamSession> {
     for (const list of this.lists.values()) for (const { session } of list) yield session;
   }
+}
+
+/** Removes and returns `list[i]` in place (no array made, as `splice` makes one: a client's every transaction comes here). */
+function removeAt(list: Idle[], i: number): Idle {
+  const entry = list[i]!;
+  for (let j = i + 1; j < list.length; j++) list[j - 1] = list[j]!;
+  list.pop();
+  return entry;
 }
