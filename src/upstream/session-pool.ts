@@ -197,7 +197,7 @@ export class SessionPool implements LineHost {
     return new Promise((resolve, reject) => this.acquireThen(role, params, prefer, (err, session) => (session === undefined ? reject(err) : resolve(session))));
   }
 
-  /** `acquire` with a callback, at once when a session is idle: the wire's clients outnumbering the turns wait so every transaction (no promise chain). */
+  /** `acquire` with a callback (called at once when a session is idle): wire clients that outnumber the turns wait for every transaction, and a promise chain per wait cost them CPU. */
   acquireThen(role: string, params: Readonly<Record<string, string>>, prefer: UpstreamSession | undefined, done: SessionDone): void {
     const idle = this.takeIdle(role, params, prefer);
     if (idle) return done(undefined, idle);
