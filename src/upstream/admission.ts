@@ -28,7 +28,7 @@
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import { enqueue, Tenant, type Hold, type TenantLimits, type TurnDone, type Waiter } from './tenant.js';
-import type { UpstreamSession } from './session.js';
+import type { SessionDone } from './session.js';
 
 export { newHold, Tenant, type Hold, type TenantLimits, type TurnDone } from './tenant.js';
 
@@ -164,7 +164,7 @@ export class Admission {
   }
 
   /** The callback of a wait for a session taken with `turn`: the session holds it, or the turn goes back when none comes. */
-  holding(turn: Tenant, done: (err: unknown, session?: UpstreamSession) => void): (err: unknown, session?: UpstreamSession) => void {
+  holding(turn: Tenant, done: SessionDone): SessionDone {
     return (err, session) => {
       if (session === undefined) this.cancel(turn);
       else this.hold(turn, session.hold);

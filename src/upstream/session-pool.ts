@@ -27,15 +27,12 @@ import { Greetings } from './greetings.js';
 import { IdleSessions } from './idle-sessions.js';
 import { PoolKeys, roleOf, rolePrefix } from './pool-keys.js';
 import { PoolLines, type LineHost } from './pool-lines.js';
-import { ignore, openUpstreamSession, type UpstreamSession } from './session.js';
+import { ignore, openUpstreamSession, type SessionDone, type UpstreamSession } from './session.js';
 import { discardAll } from './session-reset.js';
 import { SilenceWatch } from './silence-watch.js';
 import type { SessionPoolOptions } from './session-pool-options.js';
 import { SessionCounts } from './session-counts.js';
 export type { SessionPoolOptions };
-
-/** How a wait for a session ends: with the session, or with `err` and none. */
-export type SessionDone = (err: unknown, session?: UpstreamSession) => void;
 
 /** How a session comes back: reusable as it is, reusable after DISCARD ALL, or to be closed. */
 export type Return = 'keep' | 'reset' | 'close';

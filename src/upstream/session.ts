@@ -91,6 +91,9 @@ export interface UpstreamSession {
   generation: number;
 }
 
+/** How a wait for a session ends: with the session, or with `err` and none. */
+export type SessionDone = (err: unknown, session?: UpstreamSession) => void;
+
 /** A sink or onGone that does nothing. */
 export const ignore = (): void => undefined;
 

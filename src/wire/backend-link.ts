@@ -3,8 +3,8 @@
  * idle, else once there is room), listened to while held, and given back — after a cancel sent
  * to it has arrived, so that the cancel cannot stop another client's statement there.
  */
-import type { Return, SessionDone } from '../upstream/session-pool.js';
-import { cancelUpstream, ignore, settle, type UpstreamSession } from '../upstream/session.js';
+import type { Return } from '../upstream/session-pool.js';
+import { cancelUpstream, ignore, settle, type SessionDone, type UpstreamSession } from '../upstream/session.js';
 import { watchSilence } from '../upstream/silence-watch.js';
 import type { BackendState } from './backend-state.js';
 import type { Pooling } from './pooling.js';

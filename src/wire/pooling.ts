@@ -12,8 +12,8 @@
 import type { SessionEffect } from '../policy/index.js';
 import type { PgError } from '../shared/errors.js';
 import { FrontendCode, buildParameterStatus, decodeParameterStatus, type TransactionStatus } from '../protocol/index.js';
-import type { Return, SessionDone } from '../upstream/session-pool.js';
-import type { UpstreamSession } from '../upstream/session.js';
+import type { Return } from '../upstream/session-pool.js';
+import type { SessionDone, UpstreamSession } from '../upstream/session.js';
 import { BackendState } from './backend-state.js';
 import type { ClientState } from './client-state.js';
 import { hiddenShow } from './custom-settings.js';

@@ -81,17 +81,18 @@ describe('client encodings', () => {
     }
   });
 
-  it('the same Parse bytes again after a change of encoding run as the new one reads them', async () => {
+  it('the same Parse bytes again after a change of encoding are read in the new one, where a rewrite rebuilds them (the relay remembers the Parse it decoded)', async () => {
     const c = await raw(alice, { client_encoding: 'LATIN1' });
     try {
       const { buildBind, buildExecute } = await import('../../src/protocol/index.js');
-      // 0xE9 is é in LATIN1 and й in WIN1251.
-      const parse = transcodeFrame(buildParse('', "SELECT encode(convert_to('é', 'UTF8'), 'hex')"), utf8, clientText('LATIN1')!.encode);
+      // 0xE9 is é in LATIN1 and й in WIN1251. pg_backend_pid() makes the policy rewrite the
+      // statement: the Parse sent is then built from the text as the relay read it.
+      const parse = transcodeFrame(buildParse('', "SELECT encode(convert_to('é', 'UTF8'), 'hex'), pg_backend_pid() > 0"), utf8, clientText('LATIN1')!.encode);
       const run = () => c.send([parse, buildBind({ portal: '', statement: '', paramFormats: [], params: [], resultFormats: [] }), buildExecute(''), sync()], 1);
-      expect(await run()).toContain(`D ${hex('é')}`);
-      expect(await run()).toContain(`D ${hex('é')}`);
+      expect(await run()).toContain(`D ${hex('é')}|t`);
+      expect(await run()).toContain(`D ${hex('é')}|t`);
       expect(await c.send([query("SET client_encoding = 'WIN1251'")], 1)).toContain('C SET');
-      expect(await run()).toContain(`D ${hex('й')}`);
+      expect(await run()).toContain(`D ${hex('й')}|t`);
     } finally {
       c.close();
     }
