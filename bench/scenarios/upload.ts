@@ -4,11 +4,12 @@
  * file into a table made beforehand with the types the upload inferred. Then the same `psql \copy`
  * through the wire front end, by one client and by four at once (each its own table), against
  * the same directly: MB/s and repobase's peak RSS growth, which flow control keeps flat. With
- * `--against`, the other build's REST upload and wire copies run in the same rounds, in turn.
+ * `--against`, the other build's REST upload and wire copies run in the same rounds, in turn (the
+ * order reversed every other round), each after a checkpoint of every upstream.
  */
 import { openAsBlob } from 'node:fs';
 import { join } from 'node:path';
-import { escapeIdentifier } from 'pg';
+import pg, { escapeIdentifier } from 'pg';
 import { generateCsv } from '../ingest.js';
 import { conninfo, REPO, type BenchEnv, type Conn, type RefEnv } from '../env.js';
 import { rssOf, run } from '../lib/proc.js';
@@ -62,8 +63,30 @@ async function upload(env: BenchEnv, file: string, table: string): Promise<Job> 
   return body;
 }
 
-/** Runs `work` while sampling the RSS of `pid` (and its workers): its duration in s and the most the RSS grew, in bytes. */
-async function measured(pid: number | undefined, work: () => Promise<void>): Promise<{ seconds: number; growth: number }> {
+/**
+ * Writes out what the load before left to write (100 MB of table pages and WAL), on each upstream
+ * (admin URLs): an upload measured right after another into the same Postgres otherwise pays for
+ * that one's writes too (measured: this build's uploads, each run after the direct copy into its
+ * upstream, 0.93 of the other build's, run after an idle one; the first round, after nothing, 1.01).
+ */
+async function checkpoint(upstreams: readonly string[]): Promise<void> {
+  for (const url of upstreams) {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query('CHECKPOINT');
+    } finally {
+      await admin.end();
+    }
+  }
+}
+
+/**
+ * Runs `work` while sampling the RSS of `pid` (and its workers): its duration in s and the most the
+ * RSS grew, in bytes. The `upstreams` are checkpointed first (see `checkpoint`).
+ */
+async function measured(pid: number | undefined, work: () => Promise<void>, upstreams: readonly string[]): Promise<{ seconds: number; growth: number }> {
+  await checkpoint(upstreams);
   const base = pid === undefined ? 0 : rssOf(pid);
   let peak = 0;
   const sampler = pid === undefined ? undefined : setInterval(() => (peak = Math.max(peak, rssOf(pid) - base)), 50);
@@ -95,18 +118,24 @@ export async function runUpload(env: BenchEnv, opts: { megabytes: number; rounds
   let peak = 0;
   let refPeak = 0;
   let columns = '';
+  const upstreams = [env.adminUrl, ...(ref ? [ref.env.adminUrl] : [])];
   for (let round = 0; round < opts.rounds; round++) {
     const table = `upload_${round}`;
-    const mine = await measured(env.repobase.pid, async () => void (columns = columnsOf(await upload(env, file, table))));
-    peak = Math.max(peak, mine.growth);
-    ours.push(mb / mine.seconds);
-    if (ref) {
-      const other = await measured(ref.env.repobase.pid, async () => void (await upload(ref.env, file, table)));
-      refPeak = Math.max(refPeak, other.growth);
-      refs.push(mb / other.seconds);
-    }
+    const mine = async () => {
+      const m = await measured(env.repobase.pid, async () => void (columns = columnsOf(await upload(env, file, table))), upstreams);
+      peak = Math.max(peak, m.growth);
+      ours.push(mb / m.seconds);
+    };
+    const other = async () => {
+      if (!ref) return;
+      const m = await measured(ref.env.repobase.pid, async () => void (await upload(ref.env, file, table)), upstreams);
+      refPeak = Math.max(refPeak, m.growth);
+      refs.push(mb / m.seconds);
+    };
+    // The builds in turn, the first of them first in every other round.
+    for (const step of round % 2 ? [other, mine] : [mine, other]) await step();
     // The same column types the upload inferred, so both load the same table.
-    const direct = await measured(undefined, () => copyFile(env.direct, file, `copy_${round}`, columns));
+    const direct = await measured(undefined, () => copyFile(env.direct, file, `copy_${round}`, columns), upstreams);
     theirs.push(mb / direct.seconds);
     log(`upload round ${round + 1}: repobase ${ours.at(-1)!.toFixed(1)} MB/s${ref ? `, repobase${ref.suffix} ${refs.at(-1)!.toFixed(1)} MB/s` : ''}, psql \\copy ${theirs.at(-1)!.toFixed(1)} MB/s`);
   }
@@ -128,13 +157,14 @@ async function runWireCopies(env: BenchEnv, file: string, columns: string, mb: n
     { name: 'repobase', conn: env.repobase, pid: env.repobase.pid },
     ...(ref ? [{ name: `repobase${ref.suffix}`, conn: ref.env.repobase, pid: ref.env.repobase.pid }] : []),
   ];
+  const upstreams = [env.adminUrl, ...(ref ? [ref.env.adminUrl] : [])];
   const out: WireCopyResult[] = [];
   for (const clients of COPY_CLIENTS) {
     const speeds = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const peaks = new Map<string, number>(targets.map((t) => [t.name, 0]));
     for (let round = 0; round < rounds; round++) {
       for (const t of round % 2 ? [...targets].reverse() : targets) {
-        const m = await measured(t.pid, async () => void (await Promise.all(Array.from({ length: clients }, (_, i) => copyFile(t.conn, file, `wire_copy_${i}`, columns)))));
+        const m = await measured(t.pid, async () => void (await Promise.all(Array.from({ length: clients }, (_, i) => copyFile(t.conn, file, `wire_copy_${i}`, columns)))), upstreams);
         speeds.get(t.name)!.push((clients * mb) / m.seconds);
         peaks.set(t.name, Math.max(peaks.get(t.name)!, m.growth));
       }
