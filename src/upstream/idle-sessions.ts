@@ -12,6 +12,10 @@ export interface Idle {
 }
 
 export class IdleSessions {
+  /**
+   * A list emptied stays until the sweep: a client's backend lent and taken back at every
+   * transaction would otherwise delete and add its key in the map each time.
+   */
   private readonly lists = new Map<string, Idle[]>();
   /** Set by `take`: the session it was asked to prefer is not idle under that key. */
   preferMissing = false;
@@ -42,7 +46,6 @@ export class IdleSessions {
       const entry = removeAt(list, i);
       const session = entry.session;
       i = list.length - 1;
-      if (list.length === 0) this.lists.delete(key);
       entry.revoke?.();
       session.sink = ignore;
       if (!session.socket.destroyed) return session;
@@ -64,7 +67,6 @@ export class IdleSessions {
     for (let i = list.length - 1; i >= 0; i--) {
       if (list[i]!.session !== session) continue;
       removeAt(list, i);
-      if (list.length === 0) this.lists.delete(key);
       return true;
     }
     return false;
@@ -100,7 +102,6 @@ export class IdleSessions {
     if (oldest === undefined) return undefined;
     const list = this.lists.get(oldest.key)!;
     list.shift();
-    if (list.length === 0) this.lists.delete(oldest.key);
     oldest.idle.revoke?.();
     return oldest;
   }

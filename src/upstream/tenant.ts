@@ -67,10 +67,12 @@ export interface Hold {
   parked: boolean;
   /** When it was taken (performance.now()), for the time budget; 0 when nobody's budget is on. */
   since: number;
+  /** Its place in the admission's list of holds while it holds a slot; -1 otherwise. */
+  at: number;
 }
 
 export function newHold(pid: number): Hold {
-  return { tenant: undefined, pid, seq: 0, parked: false, since: 0 };
+  return { tenant: undefined, pid, seq: 0, parked: false, since: 0, at: -1 };
 }
 
 /**

@@ -169,6 +169,26 @@ describe('admission', () => {
     a.close();
   });
 
+  it('sees in a sample every slot still held, after others were given back in any order, and none given back', async () => {
+    let idle = new Set<number>();
+    const { a, run } = admission({ max: 5, sampleParked: async () => idle });
+    const h = [0, 1, 2, 3, 4].map(() => run('u')!);
+    for (const i of [1, 0, 3]) a.leave(h[i]!); // h[2] and h[4] still held
+    const again = run('u')!;
+    run('u');
+    run('u');
+    expect(a.states()).toMatchObject({ running: 5 });
+    const order: string[] = [];
+    const waiting = queue(a, 'u', order, []);
+    idle = new Set([h[2]!.pid, h[4]!.pid, again.pid, h[0]!.pid]); // h[0] was given back: not to be counted
+    await waiting;
+    expect(a.states()).toMatchObject({ running: 3, parked: 3, waiting: 0 });
+    a.leave(h[4]!);
+    a.leave(h[2]!);
+    expect(a.states()).toMatchObject({ running: 3, parked: 1 });
+    a.close();
+  });
+
   it('slows a user past their time budget: a lower weight in the queue, not a refusal', async () => {
     const { a, limits, run } = admission({ max: 4 });
     limits.set('heavy', { active: 0, timeBudgetMs: 1 });
