@@ -141,7 +141,7 @@ export async function runUpload(env: BenchEnv, opts: { megabytes: number; rounds
   }
   const a = summarize(ours).median;
   const b = summarize(theirs).median;
-  const wireCopy = await runWireCopies(env, file, columns, mb, opts.rounds, log, ref);
+  const wireCopy = await runWireCopies(env, file, columns, mb, opts.rounds, upstreams, log, ref);
   const against = ref && { suffix: ref.suffix, repobaseMBps: summarize(refs).median, peakRssGrowthMb: refPeak / 2 ** 20 };
   return { megabytes: mb, repobaseMBps: a, psqlMBps: b, ratio: a / b, peakRssGrowthMb: peak / 2 ** 20, against, wireCopy };
 }
@@ -151,13 +151,12 @@ function columnsOf(job: Job): string {
 }
 
 /** `psql \copy` of the file by 1 and by 4 clients at once: directly, through repobase (and the other build), in turn. */
-async function runWireCopies(env: BenchEnv, file: string, columns: string, mb: number, rounds: number, log: (s: string) => void, ref?: RefEnv): Promise<WireCopyResult[]> {
+async function runWireCopies(env: BenchEnv, file: string, columns: string, mb: number, rounds: number, upstreams: readonly string[], log: (s: string) => void, ref?: RefEnv): Promise<WireCopyResult[]> {
   const targets: { name: string; conn: Conn; pid?: number }[] = [
     { name: 'direct', conn: env.direct },
     { name: 'repobase', conn: env.repobase, pid: env.repobase.pid },
     ...(ref ? [{ name: `repobase${ref.suffix}`, conn: ref.env.repobase, pid: ref.env.repobase.pid }] : []),
   ];
-  const upstreams = [env.adminUrl, ...(ref ? [ref.env.adminUrl] : [])];
   const out: WireCopyResult[] = [];
   for (const clients of COPY_CLIENTS) {
     const speeds = new Map<string, number[]>(targets.map((t) => [t.name, []]));

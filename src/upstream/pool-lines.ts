@@ -8,7 +8,7 @@
 import { PgError, SqlState } from '../shared/errors.js';
 import type { HistogramTally } from '../observe/metrics.js';
 import type { BackendBudget } from './budget.js';
-import type { SessionDone, UpstreamSession } from './session.js';
+import type { UpstreamSession } from './session.js';
 import type { SessionCounts } from './session-counts.js';
 
 /** A request waiting in its role's line (no closure or timer of its own: many clients on few backends make one per transaction). */
@@ -17,19 +17,10 @@ interface Waiter {
   params: Readonly<Record<string, string>>;
   /** When it began to wait (performance.now()): how long it has waited, its deadline, the wait histogram. */
   started: number;
-  /** Told, in a microtask of its own (see `settleLater`), of the session or of the error that ends the wait. */
-  done: SessionDone;
+  resolve(session: UpstreamSession): void;
+  reject(err: unknown): void;
   /** Set while it waits in the budget's line: leaves it. */
   leaveBudget?: (() => void) | undefined;
-}
-
-/**
- * Ends a wait in a microtask of its own, never inside the call that ended it: whoever gave the
- * session back finishes first. A callback, not a promise: many clients on few backends wait here
- * for every transaction.
- */
-function settleLater(waiter: Waiter, err: unknown, session?: UpstreamSession): void {
-  queueMicrotask(() => waiter.done(err, session));
 }
 
 /** Pooling by transaction, budget full: how long another role's backend stays idle before it is closed for a role that waits. */
@@ -114,24 +105,26 @@ export class PoolLines {
    * open one — under the role's limit (closing an idle session of the role's other settings) and
    * with a slot of the budget (the budget closes other roles' idle sessions). 53300 after `waitMs`.
    */
-  wait(role: string, key: string, params: Readonly<Record<string, string>>, done: SessionDone): void {
-    const waiter: Waiter = { key, params, started: performance.now(), done, leaveBudget: undefined };
-    let list = this.waiting.get(role);
-    if (list === undefined) {
-      this.waiting.set(role, (list = []));
-      this.host.counts.lineStarted(role);
-      this.queuedSince.set(role, waiter.started);
-    }
-    list.push(waiter);
-    if (list.length > 1) return;
-    this.expireAt(role, this.host.waitMs);
-    this.makeRoom(role);
+  wait(role: string, key: string, params: Readonly<Record<string, string>>): Promise<UpstreamSession> {
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = { key, params, started: performance.now(), resolve, reject, leaveBudget: undefined };
+      let list = this.waiting.get(role);
+      if (list === undefined) {
+        this.waiting.set(role, (list = []));
+        this.host.counts.lineStarted(role);
+        this.queuedSince.set(role, waiter.started);
+      }
+      list.push(waiter);
+      if (list.length > 1) return;
+      this.expireAt(role, this.host.waitMs);
+      this.makeRoom(role);
+    });
   }
 
   /** Gives `session`, handed straight over, to a waiter of the role. */
   private give(role: string, waiter: Waiter, session: UpstreamSession): void {
     this.leave(role, waiter);
-    settleLater(waiter, undefined, session);
+    waiter.resolve(session);
   }
 
   /** Opens a session for a waiter: room was made for it (a budget slot is taken for it). */
@@ -139,7 +132,7 @@ export class PoolLines {
     const opening = this.host.open(role, waiter.key, waiter.params); // counted before the next in line looks
     if (this.queuedSince.has(role)) this.queuedSince.set(role, performance.now());
     this.leave(role, waiter);
-    opening.then((session) => waiter.done(undefined, session), waiter.done);
+    opening.then(waiter.resolve, waiter.reject);
   }
 
   private leave(role: string, waiter: Waiter): void {
@@ -148,9 +141,8 @@ export class PoolLines {
     waiter.leaveBudget = undefined;
     const list = this.waiting.get(role);
     if (list === undefined) return;
-    const i = list[0] === waiter ? 0 : list.indexOf(waiter);
-    if (i === 0) list.shift();
-    else if (i > 0) list.splice(i, 1);
+    const i = list.indexOf(waiter);
+    if (i >= 0) list.splice(i, 1);
     if (list.length > 0) {
       if (i === 0) this.makeRoom(role); // the next in line may go ahead
       return;
@@ -180,8 +172,7 @@ export class PoolLines {
       const left = waitMs - (performance.now() - first.started);
       if (left > 1) return this.expireAt(role, left);
       this.leave(role, first);
-      settleLater(
-        first,
+      first.reject(
         new PgError(SqlState.TooManyConnections, `too many connections for user "${this.host.userOf(role)}": no upstream backend became free within ${waitMs} ms`, {
           hint: `every backend this user may hold (at most ${this.host.maxPerRole}) or the service has stayed busy; retry, or keep transactions short`,
         }),

@@ -214,8 +214,8 @@ export class SessionPool implements LineHost {
       if (idle) return done(undefined, idle);
     }
     const openNow = this.opts.growAfterMs === undefined || (this.inUse(role) === 0 && !this.opening(role));
-    if (openNow && !this.lines.has(role) && !this.counts.atLimit(role) && this.budget.take(this.userOf(role))) this.open(role, key, params).then((session) => done(undefined, session), done);
-    else this.lines.wait(role, key, params, done);
+    const waited = openNow && !this.lines.has(role) && !this.counts.atLimit(role) && this.budget.take(this.userOf(role)) ? this.open(role, key, params) : this.lines.wait(role, key, params);
+    waited.then((session) => done(undefined, session), done);
   }
 
   /** The role's sessions handed out (not idle, not being opened): each comes back to the pool. */
