@@ -67,17 +67,17 @@ export class AheadOfRequests {
       if (effects !== undefined) backend.requestSettings = undefined;
       return NOTHING;
     }
-    const jobs: Internal[] = [];
+    let jobs: Internal[] | undefined;
     const text = this.texts.of(this.client.reported.get('client_encoding'));
     // The reading settings first, on their own: Postgres reads a whole Query with the ones it has
     // when it gets it, so everything after (the settings, statements prepared again, the client's
     // own messages) is read as the client writes it.
     const reading = synced ? undefined : readingDiff(this.client.reported, backend.reported);
-    if (reading !== undefined) jobs.push(this.restore(reading, status, () => undefined));
+    if (reading !== undefined) (jobs ??= []).push(this.restore(reading, status, () => undefined));
     const diff = synced ? undefined : settingsDiff(this.client, backend);
     if (diff !== undefined) {
       settingReplays.value++;
-      jobs.push(
+      (jobs ??= []).push(
         this.restore(
           diff.sql,
           status,
@@ -93,64 +93,70 @@ export class AheadOfRequests {
     } else if (!synced) {
       this.markSynced(backend);
     }
-    const sql: string[] = [];
-    let parses: Buffer[] = [];
-    const undo: (() => void)[] = [];
+    // Allocated only for what is sent (a write's capture of sequence state comes after, not here).
+    let sql: string[] | undefined;
+    let parses: readonly Buffer[] = NO_FRAMES;
+    let undo: (() => void)[] | undefined;
     if (effects !== undefined) {
-      const made = this.statements.beforeQuery(backend, effects, (p) => this.deps.prepareText(p));
-      sql.push(...made.sql);
-      parses = made.frames;
-      if (made.undo !== undefined) undo.push(made.undo);
-      if (this.touchesSequences(effects) && this.clearsSequences(backend)) sql.push(DISCARD_SEQUENCES);
-      if (readsCustom(effects)) sql.push(...customSettingsSql(this.client.defined, (name) => this.client.other.get(name) !== undefined, backend));
+      const made = this.statements.beforeQuery(backend, effects, this.prepareText);
+      if (made !== undefined) {
+        sql = made.sql;
+        parses = made.frames;
+        if (made.undo !== undefined) (undo ??= []).push(made.undo);
+      }
+      if (this.touchesSequences(effects) && this.clearsSequences(backend)) (sql ??= []).push(DISCARD_SEQUENCES);
+      if (readsCustom(effects)) (sql ??= []).push(...customSettingsSql(this.client.defined, (name) => this.client.other.get(name) !== undefined, backend));
       // The user's sessions and the session's prepared statements, as the stand-ins show them
       // (also given back after a RESET ALL in the request's string: reset-restore.ts).
       backend.requestSettings = undefined;
       if (hasSessionsRead(effects, 'activity')) {
         const json = this.deps.activities.json(this.deps.role);
-        sql.push(setConfig(ACTIVITY_SETTING, json));
+        (sql ??= []).push(setConfig(ACTIVITY_SETTING, json));
         (backend.requestSettings ??= []).push([ACTIVITY_SETTING, json]);
       }
       if (hasSessionsRead(effects, 'statements')) {
-        const listed = this.statements.listed(backend, (p) => this.deps.prepareText(p), effects, queryText);
-        sql.push(...listed.sql, setConfig(STATEMENTS_SETTING, listed.json));
+        const listed = this.statements.listed(backend, this.prepareText, effects, queryText);
+        (sql ??= []).push(...listed.sql, setConfig(STATEMENTS_SETTING, listed.json));
         (backend.requestSettings ??= []).push([STATEMENTS_SETTING, listed.json]);
         parses = [...parses, ...listed.frames];
-        if (listed.undo !== undefined) undo.push(listed.undo);
+        if (listed.undo !== undefined) (undo ??= []).push(listed.undo);
       }
       // Notifications: a listener hears who sent what; a sender says whom its backend serves.
       const channel = this.deps.sendersChannel;
-      if (hasEffect(effects, 'listen')) sql.push(`LISTEN ${quoteIdent(channel)}`);
+      if (hasEffect(effects, 'listen')) (sql ??= []).push(`LISTEN ${quoteIdent(channel)}`);
       // Before every request that notifies, not only when the backend served another client: a
       // client that started listening since has not heard the earlier announcement.
       const pid = this.client.processId;
       if (pid !== undefined && hasEffect(effects, 'notify')) {
-        sql.push(announce(channel, backend.processId, pid));
+        (sql ??= []).push(announce(channel, backend.processId, pid));
         this.announced(backend, pid, status);
       }
     }
     if (backend.serving !== undefined && backend.serving !== this.client.processId) {
       // It was said to serve another client: what this one sends (a trigger's notification) is not that one's.
-      sql.unshift(announce(this.deps.sendersChannel, backend.processId, 0));
+      (sql ??= []).unshift(announce(this.deps.sendersChannel, backend.processId, 0));
       this.announced(backend, undefined, status);
     }
-    if (sql.length > 0) {
+    if (sql !== undefined && sql.length > 0) {
       // A Query drops the unnamed statement (as the client's own would: then only for the client).
       if (!query) backend.unnamed = undefined;
       else this.client.unnamed = backend.unnamed = undefined;
       // A statement prepared again that fails (its table was dropped) fails the client's own
       // statement that needs it, with that error: as it would on a backend of its own.
-      jobs.push({
+      (jobs ??= []).push({
         frames: [inClientText(buildQuery(sql.join('\n;\n')), text)],
         substitute: true,
         done: (error) => {
-          if (error !== undefined) for (const u of undo) u();
+          if (error !== undefined && undo !== undefined) for (const u of undo) u();
         },
       });
     }
-    if (parses.length > 0) jobs.push({ frames: parses.map((f) => inClientText(f, text)), done: () => undefined });
-    return jobs;
+    if (parses.length > 0) (jobs ??= []).push({ frames: parses.map((f) => inClientText(f, text)), done: () => undefined });
+    return jobs ?? NOTHING;
   }
+
+  /** The text to prepare a SQL PREPARE again from (made once: a request's path makes no closure). */
+  private readonly prepareText = (p: Prepared): string | undefined => this.deps.prepareText(p);
 
   /**
    * A request of the proxy's that gives the backend the client's settings. Outside a transaction
@@ -236,6 +242,7 @@ const setConfig = (name: string, value: string) => `SELECT pg_catalog.set_config
 
 /** What goes ahead of a request that needs nothing sent first (shared: never changed). */
 const NOTHING: Internal[] = [];
+const NO_FRAMES: readonly Buffer[] = [];
 
 /** Whether a statement of these does something of `kind` (no closures: this runs before every request). */
 function hasEffect(effects: readonly (readonly SessionEffect[])[] | undefined, kind: SessionEffect['kind']): boolean {

@@ -52,8 +52,9 @@ function captureSequences(client: ClientState, deps: HandOverDeps, backend: Back
   const writes = client.sequenceWrites;
   if (writes === undefined) return undefined;
   client.sequenceWrites = undefined;
-  const scope = `${deps.role}\0${client.other.get('search_path')?.sql ?? ''}`;
-  const q = captureSql(writes, (table) => deps.sequenceFree.has(scope, table));
+  const { role, sequenceFree } = deps;
+  const path = client.other.get('search_path')?.sql ?? '';
+  const q = captureSql(writes, (table) => sequenceFree.has(role, path, table));
   if (q === undefined) return undefined;
   sequenceCaptures.value++;
   backend.unnamed = undefined; // a Query drops the unnamed statement
@@ -65,7 +66,7 @@ function captureSequences(client: ClientState, deps: HandOverDeps, backend: Back
       if (error !== undefined || row === undefined) return; // not captured: currval reads the backend's own, as before
       const { state, free } = parseCapture(row);
       client.capturedSequences(state, backend);
-      if (free.length > 0) deps.sequenceFree.add(scope, free);
+      if (free.length > 0) sequenceFree.add(role, path, free);
     },
   };
 }

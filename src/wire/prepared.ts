@@ -174,7 +174,7 @@ export class PreparedStatements {
     const names = [...this.client.statements.keys()];
     // SQL statements under their own name (as EXECUTE needs them), protocol ones under any.
     const sqlNames = names.filter((name) => this.client.statements.get(name)!.kind === 'sql');
-    const made = this.beforeQuery(backend, [sqlNames.map((name) => ({ kind: 'execute' as const, name }))], prepareSql);
+    const made = this.beforeQuery(backend, [sqlNames.map((name) => ({ kind: 'execute' as const, name }))], prepareSql) ?? { sql: [], frames: [] };
     const parses: Sent[] = [];
     for (const name of names) {
       const p = this.client.statements.get(name)!;
@@ -209,11 +209,11 @@ export class PreparedStatements {
    * or says it exists already), absent when not (so that Postgres says it does not exist, rather
    * than run another client's). `prepareSql` gives the text a SQL PREPARE is made again from.
    * Returns SQL for one Query and the Parses (then a Sync) for protocol statements, and what undoes
-   * the notes of statements made should they fail.
+   * the notes of statements made should they fail; undefined when nothing must run.
    */
-  beforeQuery(backend: BackendState, effects: readonly (readonly SessionEffect[])[], prepareSql: (p: Prepared) => string | undefined): { sql: string[]; frames: Buffer[]; undo?: () => void } {
-    const sql: string[] = [];
-    const frames: Buffer[] = [];
+  beforeQuery(backend: BackendState, effects: readonly (readonly SessionEffect[])[], prepareSql: (p: Prepared) => string | undefined): { sql: string[]; frames: Buffer[]; undo?: () => void } | undefined {
+    let sql: string[] | undefined;
+    let frames: Buffer[] | undefined;
     let made: string[] | undefined;
     for (const list of effects) {
       for (const e of list) {
@@ -222,7 +222,7 @@ export class PreparedStatements {
         const held = backend.keyOf(e.name);
         if (p !== undefined && held === p.key && backend.madeIn(e.name) >= p.generation) continue;
         if (held !== undefined) {
-          sql.push(`DEALLOCATE ${quoteIdent(e.name)}`);
+          (sql ??= []).push(`DEALLOCATE ${quoteIdent(e.name)}`);
           backend.forgetServerStatement(e.name);
         }
         if (p === undefined) continue;
@@ -230,17 +230,18 @@ export class PreparedStatements {
         backend.noteServerStatement(e.name, p.key);
         (made ??= []).push(e.name);
         if (p.kind === 'protocol') {
-          frames.push(buildParse(e.name, p.sql, p.paramTypes));
+          (frames ??= []).push(buildParse(e.name, p.sql, p.paramTypes));
           continue;
         }
         const text = prepareSql(p);
-        if (text !== undefined) sql.push(text);
+        if (text !== undefined) (sql ??= []).push(text);
       }
     }
-    if (frames.length > 0) frames.push(buildSync());
+    if (sql === undefined && frames === undefined && made === undefined) return undefined;
+    if (frames !== undefined) frames.push(buildSync());
     // Should the statements made fail, the backend holds none of them.
-    if (made === undefined) return { sql, frames };
+    if (made === undefined) return { sql: sql ?? [], frames: frames ?? [] };
     const names = made;
-    return { sql, frames, undo: () => names.forEach((name) => backend.forgetServerStatement(name)) };
+    return { sql: sql ?? [], frames: frames ?? [], undo: () => names.forEach((name) => backend.forgetServerStatement(name)) };
   }
 }

@@ -28,31 +28,48 @@ export class SequenceWrites {
 /**
  * Tables (as written, under a role and search_path) known to take no default from a sequence:
  * writes to them need no capture (pgbench's history table, most tables). Forgotten at any schema
- * change of any repo (a column may have been given a serial default).
+ * change of any repo (a column may have been given a serial default). Kept by role, then path,
+ * then table: each is a string the connection or the policy's cached analysis keeps, whose hash
+ * V8 keeps with it, so a look-up after every write hashes nothing new.
  */
 export class SequenceFreeTables {
-  private readonly known = new Set<string>();
+  private readonly known = new Map<string, Map<string, Set<string>>>();
+  private count = 0;
 
-  has(scope: string, table: string): boolean {
-    return this.known.size > 0 && this.known.has(`${scope}\0${table}`);
+  has(role: string, path: string, table: string): boolean {
+    return this.count > 0 && this.known.get(role)?.get(path)?.has(table) === true;
   }
 
-  add(scope: string, tables: readonly string[]): void {
-    if (this.known.size > 10_000) this.known.clear();
-    for (const t of tables) this.known.add(`${scope}\0${t}`);
+  add(role: string, path: string, tables: readonly string[]): void {
+    if (this.count > 10_000) this.clear();
+    let paths = this.known.get(role);
+    if (paths === undefined) this.known.set(role, (paths = new Map()));
+    let set = paths.get(path);
+    if (set === undefined) paths.set(path, (set = new Set()));
+    for (const t of tables) {
+      if (set.has(t)) continue;
+      set.add(t);
+      this.count++;
+    }
   }
 
   clear(): void {
     this.known.clear();
+    this.count = 0;
   }
 }
 
 /** The capture's query, or undefined when nothing is left to ask after (every table known free). */
 export function captureSql(writes: SequenceWrites, free: (table: string) => boolean): { sql: string; tables: string[] } | undefined {
+  if (!writes.every && writes.sequences.size === 0 && everyOne(writes.tables, free)) return undefined;
   const tables = [...writes.tables].filter((t) => !free(t));
-  if (!writes.every && writes.sequences.size === 0 && tables.length === 0) return undefined;
   const array = (items: Iterable<string>) => `ARRAY[${[...items].map(literal).join(', ')}]::text[]`;
   return { sql: `SELECT * FROM ${CATALOG_SCHEMA}.capture_sequences(${array(writes.sequences)}, ${array(tables)}, ${writes.every})`, tables };
+}
+
+function everyOne(tables: ReadonlySet<string>, free: (table: string) => boolean): boolean {
+  for (const t of tables) if (!free(t)) return false;
+  return true;
 }
 
 /** The capture's one row: the state to carry, and the tables found to take no default from a sequence. */

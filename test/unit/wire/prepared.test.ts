@@ -145,11 +145,11 @@ describe('clients sharing a backend', () => {
     const text = 'PREPARE p AS SELECT 1';
     ca.applyEffects([{ kind: 'prepare', name: 'p', start: 0, end: text.length, inner: [] }], text, backend(), { has: () => true });
     const made = a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql);
-    expect({ sql: made.sql, frames: made.frames }).toEqual({ sql: [text], frames: [] });
-    expect(a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)).toEqual({ sql: [], frames: [] });
+    expect({ sql: made?.sql, frames: made?.frames }).toEqual({ sql: [text], frames: [] });
+    expect(a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)).toBeUndefined(); // held: nothing to run
     // Should the PREPARE fail (its table dropped since), the backend holds no p: it is made again next time.
-    made.undo!();
-    expect(a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql).sql).toEqual([text]);
+    made!.undo!();
+    expect(a.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)?.sql).toEqual([text]);
     expect(d.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)).toEqual({ sql: ['DEALLOCATE "p"'], frames: [] });
   });
 });
