@@ -93,7 +93,7 @@ export class AheadOfRequests {
     } else if (!synced) {
       this.markSynced(backend);
     }
-    // Allocated only for what is sent (a write's capture of sequence state comes after, not here).
+    // Made only when something is sent: a write to a table (which carries a sequence effect) mostly sends nothing.
     let sql: string[] | undefined;
     let parses: readonly Buffer[] = NO_FRAMES;
     let undo: (() => void)[] | undefined;
@@ -240,7 +240,7 @@ function hasSessionsRead(effects: readonly (readonly SessionEffect[])[], what: '
 
 const setConfig = (name: string, value: string) => `SELECT pg_catalog.set_config(${literal(name)}, ${literal(value)}, false)`;
 
-/** What goes ahead of a request that needs nothing sent first (shared: never changed). */
+/** What goes ahead of a request that needs nothing sent first, and no frames (shared: never changed). */
 const NOTHING: Internal[] = [];
 const NO_FRAMES: readonly Buffer[] = [];
 

@@ -67,6 +67,7 @@ export function captureSql(writes: SequenceWrites, free: (table: string) => bool
   return { sql: `SELECT * FROM ${CATALOG_SCHEMA}.capture_sequences(${array(writes.sequences)}, ${array(tables)}, ${writes.every})`, tables };
 }
 
+/** Whether every table is known free (no array made: this runs after every transaction that wrote). */
 function everyOne(tables: ReadonlySet<string>, free: (table: string) => boolean): boolean {
   for (const t of tables) if (!free(t)) return false;
   return true;
