@@ -239,9 +239,10 @@ export class PreparedStatements {
     }
     if (sql === undefined && frames === undefined && made === undefined) return undefined;
     if (frames !== undefined) frames.push(buildSync());
+    const out = { sql: sql ?? [], frames: frames ?? [] };
+    if (made === undefined) return out;
     // Should the statements made fail, the backend holds none of them.
-    if (made === undefined) return { sql: sql ?? [], frames: frames ?? [] };
     const names = made;
-    return { sql: sql ?? [], frames: frames ?? [], undo: () => names.forEach((name) => backend.forgetServerStatement(name)) };
+    return { ...out, undo: () => names.forEach((name) => backend.forgetServerStatement(name)) };
   }
 }
