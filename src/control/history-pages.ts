@@ -40,8 +40,20 @@ const PAGES = `${CONTROL_SCHEMA}.history_pages`;
 const deflate = promisify(deflateRaw);
 const inflate = promisify(inflateRaw);
 
-/** An entry as stored in a page's JSON: [query_string, truncated, status, submitted_at ms, finished_at ms, row_count, command, error]; null once deleted. */
-type Stored = [string, boolean, HistoryEntry['status'], number, number, number | null, string | null, ErrorJson | null];
+/** An entry as read: [query_string, truncated, status, submitted_at ms, finished_at ms, row_count, command, error]; null once deleted. */
+export type Entry = [string, boolean, HistoryEntry['status'], number, number, number | null, string | null, ErrorJson | null];
+
+/**
+ * An entry as a page's body keeps it: its text by place in the page's `texts`, its submission in
+ * ms after the page's `since` and its end in ms after that (small integers, where times since 1970
+ * cost JSON a float's digits each).
+ */
+type Stored = [number, boolean, HistoryEntry['status'], number, number, number | null, string | null, ErrorJson | null];
+interface StoredBody {
+  since: number;
+  texts: string[];
+  entries: (Stored | null)[];
+}
 
 /** Where an entry is: its page's key (62 bits, as 16 hex digits), its page's time, its place in the page. */
 export interface EntryPlace {
@@ -75,6 +87,52 @@ export function placeOfHistoryId(id: string): EntryPlace | undefined {
   };
 }
 
+/**
+ * A page's body being written: each distinct statement text once (an app or a dashboard sends the
+ * same few texts again and again), then the entries, naming theirs by place. One JSON text.
+ */
+export class PageBody {
+  private readonly texts: string[] = [];
+  private readonly places = new Map<string, number>();
+  private readonly entries: (Stored | null)[] = [];
+
+  constructor(private readonly since: number) {}
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  add(text: string, truncated: boolean, status: HistoryEntry['status'], submittedAt: number, finishedAt: number, rowCount: number | null, command: string | null, error: ErrorJson | null): void {
+    let place = this.places.get(text);
+    if (place === undefined) {
+      place = this.texts.push(text) - 1;
+      this.places.set(text, place);
+    }
+    this.entries.push([place, truncated, status, submittedAt - this.since, finishedAt - submittedAt, rowCount, command, error]);
+  }
+
+  /** A deleted entry's place, kept so that the others keep theirs. */
+  addDeleted(): void {
+    this.entries.push(null);
+  }
+
+  json(): string {
+    const body: StoredBody = { since: this.since, texts: this.texts, entries: this.entries };
+    return JSON.stringify(body);
+  }
+}
+
+/** The entries of a page's body (`json()`'s text, or a list of entries as pages were written before texts were kept once). */
+export function entriesOfBody(json: string): (Entry | null)[] {
+  const read = JSON.parse(json) as StoredBody | (Entry | null)[];
+  if (Array.isArray(read)) return read;
+  return read.entries.map((s) => {
+    if (s === null) return null;
+    const submittedAt = read.since + s[3];
+    return [read.texts[s[0]]!, s[1], s[2], submittedAt, submittedAt + s[4], s[5], s[6], s[7]];
+  });
+}
+
 export interface Page {
   key: string;
   user: string;
@@ -83,40 +141,47 @@ export interface Page {
   lastAt: number;
   failed: number;
   cancelled: number;
-  entries: Stored[];
+  body: PageBody;
 }
 
-function stored(e: HistoryEntry): Stored {
-  const long = e.queryString.length > HISTORY_SQL_MAX_CHARS;
-  const text = long ? e.queryString.slice(0, HISTORY_SQL_MAX_CHARS) : e.queryString;
-  return [text, long, e.status, e.submittedAt, e.finishedAt, e.rowCount, e.command, e.error];
-}
-
-/** `rows` grouped into pages: by user and key, in submission order, PAGE_ENTRIES at most. */
+/**
+ * `rows` grouped into pages: by user and key, in submission order, PAGE_ENTRIES at most. Rows of
+ * one user and key mostly come together: the group of the row before is tried first.
+ */
 export function paginate(rows: readonly HistoryEntry[]): Page[] {
-  const groups = new Map<string, HistoryEntry[]>();
+  const groups = new Map<string, Map<string, HistoryEntry[]>>();
+  let last: HistoryEntry | undefined;
+  let group: HistoryEntry[] = [];
   for (const r of rows) {
-    const key = `${r.user}\0${r.keyId}`;
-    const group = groups.get(key);
-    if (group) group.push(r);
-    else groups.set(key, [r]);
+    if (last === undefined || r.user !== last.user || r.keyId !== last.keyId) {
+      let byKey = groups.get(r.user);
+      if (byKey === undefined) groups.set(r.user, (byKey = new Map()));
+      const known = byKey.get(r.keyId);
+      if (known === undefined) byKey.set(r.keyId, (group = []));
+      else group = known;
+      last = r;
+    }
+    group.push(r);
   }
   const pages: Page[] = [];
-  for (const group of groups.values()) {
-    group.sort((a, b) => a.submittedAt - b.submittedAt);
-    let page: Page | undefined;
-    for (const e of group) {
-      if (!page || page.entries.length >= PAGE_ENTRIES) {
-        page = { key: pageKey(), user: e.user, keyId: e.keyId, firstAt: e.submittedAt, lastAt: e.submittedAt, failed: 0, cancelled: 0, entries: [] };
-        pages.push(page);
-      }
-      page.entries.push(stored(e));
-      page.lastAt = e.submittedAt;
-      if (e.status === 'failed') page.failed++;
-      else if (e.status === 'cancelled') page.cancelled++;
-    }
-  }
+  for (const byKey of groups.values()) for (const entries of byKey.values()) paginateGroup(entries, pages);
   return pages;
+}
+
+function paginateGroup(group: HistoryEntry[], pages: Page[]): void {
+  group.sort((a, b) => a.submittedAt - b.submittedAt);
+  let page: Page | undefined;
+  for (const e of group) {
+    if (!page || page.body.size >= PAGE_ENTRIES) {
+      page = { key: pageKey(), user: e.user, keyId: e.keyId, firstAt: e.submittedAt, lastAt: e.submittedAt, failed: 0, cancelled: 0, body: new PageBody(e.submittedAt) };
+      pages.push(page);
+    }
+    const long = e.queryString.length > HISTORY_SQL_MAX_CHARS;
+    page.body.add(long ? e.queryString.slice(0, HISTORY_SQL_MAX_CHARS) : e.queryString, long, e.status, e.submittedAt, e.finishedAt, e.rowCount, e.command, e.error);
+    page.lastAt = e.submittedAt;
+    if (e.status === 'failed') page.failed++;
+    else if (e.status === 'cancelled') page.cancelled++;
+  }
 }
 
 /** A page's key as its row's bigint id (text, as pg reads and writes bigints), and back. */
@@ -133,7 +198,7 @@ const idToKey = (id: string): string => BigInt(id).toString(16).padStart(16, '0'
 export async function insertEntries(pool: pg.Pool, rows: readonly HistoryEntry[]): Promise<void> {
   const pages = paginate(rows);
   // JSON writes a NUL as \u0000; compressed here, off the event loop, so Postgres stores the bytes as they come.
-  const bodies = await Promise.all(pages.map((p) => deflate(JSON.stringify(p.entries), { level: 1 })));
+  const bodies = await Promise.all(pages.map((p) => deflate(p.body.json(), { level: 1 })));
   await inTransaction(pool, async (tx) => {
     await query(tx, 'SET LOCAL synchronous_commit = off');
     await insertPages(tx, pages, bodies);
@@ -143,7 +208,7 @@ export async function insertEntries(pool: pg.Pool, rows: readonly HistoryEntry[]
 async function insertPages(db: Queryable, pages: readonly Page[], bodies: readonly Buffer[]): Promise<void> {
   const values: unknown[] = [];
   const tuples = pages.map((p, i) => {
-    const n = values.push(keyToId(p.key), p.user, p.keyId, p.firstAt, p.lastAt, p.entries.length, p.failed, p.cancelled, bodies[i]);
+    const n = values.push(keyToId(p.key), p.user, p.keyId, p.firstAt, p.lastAt, p.body.size, p.failed, p.cancelled, bodies[i]);
     const at = (k: number) => `$${n - k}`;
     return `(${at(8)}::bigint, ${at(7)}::text, ${at(6)}::text, ${at(5)}::float8, ${at(4)}::float8, ${at(3)}::int, ${at(2)}::int, ${at(1)}::int, ${at(0)}::bytea)`;
   });
@@ -166,8 +231,8 @@ interface PageRow {
 
 const PAGE_COLUMNS = 'id, key_id, first_at, body';
 
-async function entriesOf(body: Buffer): Promise<(Stored | null)[]> {
-  return JSON.parse((await inflate(body)).toString('utf8')) as (Stored | null)[];
+async function entriesOf(body: Buffer): Promise<(Entry | null)[]> {
+  return entriesOfBody((await inflate(body)).toString('utf8'));
 }
 
 /** The entries of a page as records, in their places (null where one was deleted). */
@@ -177,7 +242,7 @@ async function recordsOf(user: string, row: PageRow): Promise<(QueryRecord | nul
   return (await entriesOf(row.body)).map((s, index) => s && toRecord(user, row.key_id, historyId({ page, ms, index }), s));
 }
 
-function toRecord(user: string, keyId: string, id: string, s: Stored): QueryRecord {
+function toRecord(user: string, keyId: string, id: string, s: Entry): QueryRecord {
   const [queryString, queryTruncated, status, submittedAt, finishedAt, rowCount, command, error] = s;
   return {
     id,
@@ -237,13 +302,23 @@ export async function removeEntry(pool: pg.Pool, id: string, owner: QueryOwner):
     const count = (status: QueryStatus) => left.filter((s) => s[2] === status).length;
     await query(tx, `UPDATE ${PAGES} SET body = $2, entries = $3, failed = $4, cancelled = $5 WHERE id = $1`, [
       found.row.id,
-      await deflate(JSON.stringify(entries), { level: 1 }),
+      await deflate(bodyOf(found.row.first_at.getTime(), entries).json(), { level: 1 }),
       left.length,
       count('failed'),
       count('cancelled'),
     ]);
     return true;
   });
+}
+
+/** A page's entries written afresh: a text no entry names any more is gone from it. */
+function bodyOf(since: number, entries: readonly (Entry | null)[]): PageBody {
+  const body = new PageBody(since);
+  for (const s of entries) {
+    if (s === null) body.addDeleted();
+    else body.add(...s);
+  }
+  return body;
 }
 
 /** Which pages can hold entries of `status`. */

@@ -8,6 +8,7 @@
  * sessions of an expired key by its own timer.
  */
 import type pg from 'pg';
+import { timingSafeEqual } from 'node:crypto';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { inTransaction } from './db.js';
@@ -46,6 +47,23 @@ interface Cached {
   stored: StoredKey;
   /** Made once per key: every request of a cached key gets the same object. */
   principal: Principal;
+  /** The secret's bytes, once one matched the stored hash (see `matches`). */
+  secret?: Buffer;
+}
+
+/**
+ * Whether `secret` is the cached key's: against its SHA-256 the first time, then against the bytes
+ * that matched, in constant time (≈ 0.1 µs where the hash took ≈ 0.6, on every REST request). The
+ * bytes are kept as long as the key's row is (CACHE_TTL_MS, or until the key changes).
+ */
+function matches(cached: Cached | null, secret: string): boolean {
+  if (cached?.secret !== undefined) {
+    const given = Buffer.from(secret, 'latin1');
+    return given.length === cached.secret.length && timingSafeEqual(given, cached.secret);
+  }
+  if (!secretMatches(cached?.stored, secret) || !cached) return false;
+  cached.secret = Buffer.from(secret, 'latin1');
+  return true;
 }
 
 export interface KeyStoreDeps {
@@ -176,7 +194,7 @@ export class KeyStore {
   }
 
   private check(parts: { id: string; secret: string }, cached: Cached | null): Principal {
-    if (!secretMatches(cached?.stored, parts.secret) || !cached) throw invalidKey();
+    if (!matches(cached, parts.secret) || !cached) throw invalidKey();
     const expiresAt = cached.stored.meta.expiresAt;
     if (expiresAt !== null && expiresAt.getTime() <= Date.now()) throw expiredKey(parts.id, cached.stored.meta, SqlState.InvalidAuthorizationSpecification);
     this.lastUsed.record(parts.id);

@@ -99,6 +99,9 @@ describe('users and API keys', () => {
       await expect(env.control.keys.authenticate(bad)).rejects.toMatchObject({ code: '28P01' });
     }
     expect((await env.control.keys.authenticate(first.key)).user).toBe(u);
+    // Matched once, the cached key is checked against the secret's bytes: still only the right one passes.
+    await expect(env.control.keys.authenticate(wrongSecret)).rejects.toMatchObject({ code: '28P01' });
+    expect((await env.control.keys.authenticate(first.key)).user).toBe(u);
     await env.control.keys.revoke(first.id);
     await expect(env.control.keys.authenticate(first.key)).rejects.toMatchObject({ code: '28P01' });
     expect((await env.control.keys.authenticate(second.key)).user).toBe(u);

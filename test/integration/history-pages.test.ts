@@ -2,8 +2,10 @@
  * The query history's pages against a real Postgres: pages written by several processes overlap in
  * time, yet every listing (any limit, any status, one key's or all) equals the whole history
  * sorted newest first; an entry is found and deleted by its id alone, by its owner only; a user
- * deleted meanwhile takes no page.
+ * deleted meanwhile takes no page; a page keeps each text once, forgets a deleted entry's text, and
+ * pages written before texts were kept once are still read.
  */
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getEntry, insertEntries, listEntries, newestFirst, removeEntry, type HistoryEntry } from '../../src/control/history-pages.js';
 import type { QueryOwner, QueryRecord, QueryStatus } from '../../src/control/query-records.js';
@@ -98,5 +100,40 @@ describe('the history in pages', () => {
       [[name, kept.name]],
     );
     expect(rows).toEqual([{ user_name: kept.name, n: 5 }]);
+  });
+
+  it('keeps a text once per page and forgets a deleted entry\'s; reads pages written with a text per entry', async () => {
+    const { name } = await srv.user('texts');
+    const owner = { user: name, keyId: null };
+    const rows = history(name).slice(0, 6).map((e, i) => ({ ...e, keyId: 'full', queryString: i === 5 ? 'SELECT secret' : 'SELECT same' }));
+    await insertEntries(srv.control.admin, rows);
+    const texts = async () => {
+      const { rows: pages } = await srv.control.admin.query<{ body: Buffer }>('SELECT body FROM _repobase.history_pages WHERE user_name = $1', [name]);
+      return pages.map((p) => (JSON.parse(inflateRawSync(p.body).toString('utf8')) as { texts: string[] }).texts);
+    };
+    expect(await texts()).toEqual([['SELECT same', 'SELECT secret']]);
+    const secret = (await listEntries(srv.control.admin, owner, { limit: 10 })).find((r) => r.queryString === 'SELECT secret')!;
+    expect(await removeEntry(srv.control.admin, secret.id, owner)).toBe(true);
+    expect(await texts()).toEqual([['SELECT same']]);
+    expect((await listEntries(srv.control.admin, owner, { limit: 10 })).map((r) => r.queryString)).toEqual(Array(5).fill('SELECT same'));
+
+    // A page as the build before wrote it: a list of entries, each with its own text.
+    const at = Date.UTC(2026, 10, 29, 1);
+    const old = [['SELECT old', false, 'succeeded', at, at + 5, 1, 'SELECT', null], null, ['SELECT bad', false, 'failed', at + 10, at + 11, null, null, { code: '42601', message: 'syntax error' }]];
+    await srv.control.admin.query(
+      `INSERT INTO _repobase.history_pages (id, user_name, key_id, first_at, last_at, entries, failed, cancelled, body)
+       VALUES (42, $1, 'full', to_timestamp($2 / 1000.0), to_timestamp($3 / 1000.0), 2, 1, 0, $4)`,
+      [name, at, at + 10, deflateRawSync(JSON.stringify(old))],
+    );
+    const listed = await listEntries(srv.control.admin, owner, { limit: 10 });
+    const read = listed.filter((r) => r.queryString.endsWith('old') || r.queryString.endsWith('bad')).map((r) => [r.queryString, r.status, r.submittedAt.getTime(), r.rowCount, r.error]);
+    expect(read).toEqual([
+      ['SELECT bad', 'failed', at + 10, null, { code: '42601', message: 'syntax error' }],
+      ['SELECT old', 'succeeded', at, 1, null],
+    ]);
+    const bad = listed.find((r) => r.queryString === 'SELECT bad')!;
+    expect(await getEntry(srv.control.admin, bad.id, owner)).toEqual(bad);
+    expect(await removeEntry(srv.control.admin, bad.id, owner)).toBe(true);
+    expect((await listEntries(srv.control.admin, owner, { limit: 10 })).filter((r) => r.queryString.endsWith('old') || r.queryString.endsWith('bad')).map((r) => r.queryString)).toEqual(['SELECT old']);
   });
 });

@@ -5,8 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { historyId, pageKey, paginate, placeOfHistoryId, type HistoryEntry } from '../../../src/control/history-pages.js';
+import { entriesOfBody, historyId, pageKey, paginate, placeOfHistoryId, type HistoryEntry, type Page } from '../../../src/control/history-pages.js';
 import { isQueryId } from '../../../src/control/query-records.js';
+
 
 function entry(user: string, keyId: string, submittedAt: number, status: HistoryEntry['status'] = 'succeeded'): HistoryEntry {
   return { user, keyId, queryString: `SELECT ${submittedAt}`, submittedAt, finishedAt: submittedAt + 2, status, command: 'SELECT', rowCount: 1, error: null };
@@ -41,20 +42,22 @@ describe('history ids', () => {
   });
 });
 
+const entriesOf = (page: Page) => entriesOfBody(page.body.json());
+
 describe('paginate', () => {
   it('makes a page per user and key, entries in submission order, counting failures and cancels', () => {
     const pages = paginate([entry('a', 'k1', 30), entry('b', 'k1', 10), entry('a', 'k1', 20, 'failed'), entry('a', 'k2', 5, 'cancelled'), entry('a', 'k1', 25, 'failed')]);
-    expect(pages.map((p) => [p.user, p.keyId, p.firstAt, p.lastAt, p.failed, p.cancelled, p.entries.map((e) => e[3])])).toEqual([
+    expect(pages.map((p) => [p.user, p.keyId, p.firstAt, p.lastAt, p.failed, p.cancelled, entriesOf(p).map((e) => e![3])])).toEqual([
       ['a', 'k1', 20, 30, 2, 0, [20, 25, 30]],
-      ['b', 'k1', 10, 10, 0, 0, [10]],
       ['a', 'k2', 5, 5, 0, 1, [5]],
+      ['b', 'k1', 10, 10, 0, 0, [10]],
     ]);
     expect(new Set(pages.map((p) => p.key)).size).toBe(3);
   });
 
   it('cuts a page at 1,000 entries', () => {
     const many = Array.from({ length: 2_500 }, (_, i) => entry('a', 'k', 1_000 + i));
-    expect(paginate(many).map((p) => [p.entries.length, p.firstAt, p.lastAt])).toEqual([
+    expect(paginate(many).map((p) => [p.body.size, p.firstAt, p.lastAt])).toEqual([
       [1_000, 1_000, 1_999],
       [1_000, 2_000, 2_999],
       [500, 3_000, 3_499],
@@ -64,7 +67,23 @@ describe('paginate', () => {
   it('keeps the beginning of a very long statement, marked cut', () => {
     const long = { ...entry('a', 'k', 1), queryString: 'x'.repeat(70_000) };
     const [page] = paginate([long]);
-    expect(page!.entries[0]![0]).toHaveLength(65_536);
-    expect(page!.entries[0]![1]).toBe(true);
+    const [text, truncated] = entriesOf(page!)[0]!;
+    expect(text).toHaveLength(65_536);
+    expect(truncated).toBe(true);
+  });
+
+  it('keeps each distinct text of a page once, and times as small numbers after the page\'s first', () => {
+    const rows = [1, 2, 3, 4].map((t) => ({ ...entry('a', 'k', 1_800_000_000_000 + t), queryString: t % 2 ? 'SELECT 1' : 'SELECT 2' }));
+    const [page] = paginate(rows);
+    const stored = JSON.parse(page!.body.json()) as { since: number; texts: string[]; entries: unknown[][] };
+    expect(stored.since).toBe(1_800_000_000_001);
+    expect(stored.texts).toEqual(['SELECT 1', 'SELECT 2']);
+    expect(stored.entries.map((e) => [e[0], e[3], e[4]])).toEqual([[0, 0, 2], [1, 1, 2], [0, 2, 2], [1, 3, 2]]);
+    expect(entriesOf(page!)).toEqual(rows.map((r) => [r.queryString, false, 'succeeded', r.submittedAt, r.finishedAt, 1, 'SELECT', null]));
+  });
+
+  it('reads a page written before texts were kept once (a list of entries with their texts)', () => {
+    const old = [['SELECT 1', false, 'succeeded', 5, 7, 1, 'SELECT', null], null];
+    expect(entriesOfBody(JSON.stringify(old))).toEqual(old);
   });
 });
