@@ -18,8 +18,8 @@
  * - **Only what runs counts.** A slot whose backend uses no CPU — idle between transactions of a
  *   pinned client, idle inside a transaction, waiting on a lock, a sleep or its client — is
  *   parked: it counts for its user but not against `max`. Which backends those are is asked of
- *   Postgres (`sampleParked`, pg_stat_activity) every `SAMPLE_MS` while anyone waits, never
- *   otherwise.
+ *   Postgres (`sampleParked`, pg_stat_activity) every `SAMPLE_MS` while anyone waits and some
+ *   slot has been held that long, never otherwise.
  *
  * While nobody waits a transaction costs two counter updates and a map look-up: nothing is
  * timed, sampled or queued. Limits per user (`active`: at most that many running; a time budget
@@ -301,16 +301,29 @@ export class Admission {
     this.opts.onWaited?.(user, ms);
   }
 
-  /** While anyone waits: fails those past their deadline, and asks Postgres what runs. */
+  /**
+   * While anyone waits: fails those past their deadline, and asks Postgres what runs — when some
+   * slot has been held since the ticker was set. A backend that took its slot since is busy
+   * with a transaction of a few milliseconds (the common REST statement, a short wire
+   * transaction): asking about it would cost Postgres a scan of pg_stat_activity ten times a
+   * second for an answer known already.
+   */
   private tick(): void {
     if (this.ticker !== undefined) return;
+    const armed = this.seq;
     this.ticker = setTimeout(() => {
       this.ticker = undefined;
       this.expire();
-      if (this.opts.sampleParked !== undefined && !this.sampling) void this.sample(this.opts.sampleParked);
+      if (this.opts.sampleParked !== undefined && !this.sampling && this.heldSince(armed)) void this.sample(this.opts.sampleParked);
       if (this.waiting > 0) this.tick();
     }, SAMPLE_MS);
     this.ticker.unref();
+  }
+
+  /** Whether a slot taken at or before `seq` is still held. */
+  private heldSince(seq: number): boolean {
+    for (const hold of this.holds) if (hold.seq <= seq) return true;
+    return false;
   }
 
   private expire(): void {

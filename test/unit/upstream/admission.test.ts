@@ -189,6 +189,24 @@ describe('admission', () => {
     a.close();
   });
 
+  it('asks Postgres only about slots held since the last look: none while every backend took its slot since', async () => {
+    let asked = 0;
+    const { a, run } = admission({ max: 1, sampleParked: async () => (asked++, new Set<number>()) });
+    const first = run('u')!;
+    const order: string[] = [];
+    const holds: Hold[] = [];
+    const both = Promise.all([queue(a, 'u', order, holds), queue(a, 'u', order, holds)]);
+    a.leave(first); // the next one takes the slot after the ticker was set: busy, not asked about
+    await settle();
+    expect(holds).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(asked).toBe(0);
+    await expect.poll(() => asked > 0, { timeout: 2_000, interval: 20 }).toBe(true); // held across a whole tick now
+    a.leave(holds[0]!);
+    await both;
+    a.close();
+  });
+
   it('slows a user past their time budget: a lower weight in the queue, not a refusal', async () => {
     const { a, limits, run } = admission({ max: 4 });
     limits.set('heavy', { active: 0, timeBudgetMs: 1 });
