@@ -303,10 +303,10 @@ export class Admission {
 
   /**
    * While anyone waits: fails those past their deadline, and asks Postgres what runs — when some
-   * slot has been held since the ticker was set. Slots all taken since belong to transactions
-   * of a few milliseconds at most so far (REST statements, short wire transactions, each
-   * queueing behind the others): asking about them would cost Postgres a scan of
-   * pg_stat_activity ten times a second, and one that parks at once is seen a tick later.
+   * slot has been held since the ticker was set. Slots all taken since have been held less than
+   * a tick (short REST statements and wire transactions queueing behind each other take turns
+   * this fast): asking about them would cost Postgres a scan of pg_stat_activity ten times a
+   * second, and one that parks at once is seen a tick later.
    */
   private tick(): void {
     if (this.ticker !== undefined) return;
