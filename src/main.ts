@@ -15,7 +15,9 @@ import { openCluster } from './upstream/cluster.js';
 import { RolePools } from './upstream/role-pools.js';
 import { sessionPoolFor } from './upstream/session-pool.js';
 import { BackendBudget } from './upstream/budget.js';
-import { Admission, PARKED_BACKENDS_SQL } from './upstream/admission.js';
+import { Admission } from './upstream/admission.js';
+import { HeavyUsers } from './upstream/heavy-users.js';
+import { parkedBackends } from './upstream/parked-backends.js';
 import { processActiveMax, processBudget } from './upstream/sizing.js';
 import type { UpstreamSession } from './upstream/session.js';
 import { watchAdmission } from './observe/admission-metrics.js';
@@ -105,7 +107,8 @@ export async function startService(config: Config, log: Logger, options: Service
       reserve: active,
       limitsOf,
       onWaited: (user, ms) => control.usage.add(user, { queuedMs: ms }),
-      sampleParked: async () => new Set((await cluster.admin.query<{ pid: number }>(PARKED_BACKENDS_SQL)).rows.map((r) => r.pid)),
+      sampleParked: () => parkedBackends(cluster.admin),
+      ...(cluster.weight && config.heavyUserNice > 0 && { heavy: new HeavyUsers(cluster.weight) }),
     });
     cleanup.push(async () => admission.close());
     const unwatchAdmission = watchAdmission(admission);

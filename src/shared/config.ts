@@ -55,6 +55,12 @@ export const ConfigSchema = Type.Object({
     maximum: 19,
     description: "steps of CPU weight the service takes over the embedded Postgres' backends (Linux), so that it keeps its share of the CPU under a busy Postgres: it runs at nice -N where it may (root or CAP_SYS_NICE), else the backends at +N; 0 = both as they are. An external cluster is left as it is",
   }),
+  heavyUserNice: Type.Integer({
+    minimum: 0,
+    maximum: 19,
+    description:
+      "steps of CPU weight a heavy user's embedded Postgres backends lose while another user is active (Linux): a user running more transactions at once than a quarter of upstreamActiveMax (the cores) is heavy until a second after; the others' statements then get a core first. 0 = off. An external cluster is left as it is",
+  }),
   userMaxConnections: Type.Integer({ minimum: 0, description: 'wire connections one user may have open at once (worker processes share it evenly); past it 53300; 0 = no limit per user; an admin sets another per user' }),
   userActiveMax: Type.Integer({
     minimum: 0,

@@ -21,13 +21,18 @@
  *   Postgres (`sampleParked`, pg_stat_activity) every `SAMPLE_MS` while anyone waits and some
  *   slot has been held that long, never otherwise.
  *
+ * - **Cores, not only slots.** Where the service may set its backends' CPU weights (`heavy`), a
+ *   user running more than a quarter of `max` while another user is active has theirs lowered
+ *   (heavy-users.ts), looked at on the same ticker.
+ *
  * While nobody waits a transaction costs two counter updates and a map look-up: nothing is
  * timed, sampled or queued. Limits per user (`active`: at most that many running; a time budget
  * per minute past which the user's weight drops to `SLOWED_WEIGHT`, slowed, never refused) come
  * from `limitsOf` and are read again by `refresh`.
  */
 import { PgError, SqlState } from '../shared/errors.js';
-import { enqueue, Tenant, type Hold, type TenantLimits, type TurnDone, type Waiter } from './tenant.js';
+import { enqueue, Tenant, waitedTooLong, type Hold, type TenantLimits, type TurnDone, type Waiter } from './tenant.js';
+import type { HeavyUsers } from './heavy-users.js';
 import type { SessionDone } from './session.js';
 
 export { newHold, Tenant, type Hold, type TenantLimits, type TurnDone } from './tenant.js';
@@ -53,6 +58,8 @@ export interface AdmissionOptions {
   onWaited?(user: string, ms: number): void;
   /** The process ids of the backends that use no CPU now; asked only while someone waits. */
   sampleParked?(): Promise<ReadonlySet<number>>;
+  /** Lowers the CPU weight of heavy users' backends, where the service may. */
+  heavy?: HeavyUsers;
 }
 
 export interface AdmissionStates {
@@ -74,6 +81,8 @@ export class Admission {
   private readonly holds: Hold[] = [];
   private seq = 0;
   private turns = 0;
+  /** `turns` at the last look for heavy users: a user let in since took part. */
+  private lookedTurns = 0;
   /** Whether some user's time budget is on: only then are holds timed. */
   private budgets = 0;
   private ticker: NodeJS.Timeout | undefined;
@@ -236,6 +245,7 @@ export class Admission {
     this.running++;
     t.turn = ++this.turns;
     this.compete(t, was);
+    if (t.running > this.opts.max / 4 && this.opts.heavy !== undefined) this.tick();
   }
 
   private release(t: Tenant): void {
@@ -314,10 +324,19 @@ export class Admission {
     this.ticker = setTimeout(() => {
       this.ticker = undefined;
       this.expire();
-      if (this.opts.sampleParked !== undefined && !this.sampling && this.heldSince(armed)) void this.sample(this.opts.sampleParked);
-      if (this.waiting > 0) this.tick();
+      if (this.opts.sampleParked !== undefined && this.waiting > 0 && !this.sampling && this.heldSince(armed)) void this.sample(this.opts.sampleParked);
+      if (this.opts.heavy !== undefined) this.lookForHeavy(this.opts.heavy);
+      if (this.waiting > 0 || this.opts.heavy?.any === true) this.tick();
     }, SAMPLE_MS);
     this.ticker.unref();
+  }
+
+  /** Tells `heavy` what runs, and whether more than one user took part since the last look. */
+  private lookForHeavy(heavy: HeavyUsers): void {
+    let active = 0;
+    for (const t of this.tenants.values()) if ((t.competing || t.turn > this.lookedTurns) && ++active === 2) break;
+    this.lookedTurns = this.turns;
+    heavy.look(this.holds, active, this.opts.max / 4);
   }
 
   /** Whether a slot taken at or before `seq` is still held. */
@@ -334,19 +353,10 @@ export class Admission {
         this.waiting--;
         this.compete(t, true);
         this.waitedFor(t.user, now - w.started);
-        settleLater(w, this.tooLong(t, w.ms));
+        settleLater(w, waitedTooLong(t, w.ms, this.opts.max));
       }
       if (t.queue.length === 0) this.queued.delete(t);
     }
-  }
-
-  private tooLong(t: Tenant, ms: number): PgError {
-    const own = t.limit > 0 && t.running >= t.limit;
-    return new PgError(SqlState.TooManyConnections, `too many transactions at once: one of user "${t.user}" waited ${ms} ms for its turn upstream`, {
-      hint: own
-        ? `user "${t.user}" may run at most ${t.limit} transactions at once here; retry, keep transactions short, or ask the service's admin for a higher limit`
-        : `the service runs at most ${this.opts.max} transactions at once and shares them fairly among users; retry, or keep transactions short`,
-    });
   }
 
   /** Marks the holds whose backends use no CPU as parked (and those that run again as running), then lets waiters in. */
@@ -385,15 +395,3 @@ export class Admission {
     }
   }
 }
-
-/**
- * The query that tells which of the service's backends use no CPU now: idle (a pinned client
- * between transactions, a session-mode client), idle inside a transaction, or waiting on a lock,
- * a timeout (`pg_sleep`), their client, an extension (Citus waiting for its workers) or a buffer
- * pin. Read by the admin role, which sees every role's sessions (as a superuser, a member of
- * `pg_read_all_stats`, or a member of the user roles).
- */
-export const PARKED_BACKENDS_SQL = `SELECT pid FROM pg_catalog.pg_stat_activity
- WHERE backend_type = 'client backend' AND datname = pg_catalog.current_database()
-   AND (state IN ('idle', 'idle in transaction', 'idle in transaction (aborted)')
-        OR wait_event_type IN ('Lock', 'Timeout', 'Client', 'Extension', 'BufferPin'))`;

@@ -9,7 +9,7 @@ import type { Config } from '../shared/config.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { pgDirOf, runningPostmaster, startEmbedded } from './embedded.js';
-import { lowerPostgresWeight, type CpuWeight } from './cpu-weight.js';
+import { postgresWeights, type CpuWeight } from './cpu-weight.js';
 import { fromDriverError } from './pg-error.js';
 import { rolePassword } from './roles.js';
 import { readOrCreateSecretFile } from './secret-file.js';
@@ -28,7 +28,7 @@ export interface Cluster {
   readonly description: string;
   /** Connection settings to log in upstream as the user's own role. */
   roleConnection(role: string): pg.ClientConfig;
-  /** Set when the cluster is the embedded one on this host: lowers the CPU weight of the backends the service opens (cpu-weight.ts). */
+  /** Set when the cluster is the embedded one on this host: sets the CPU weight of the backends the service opens, and of heavy users' (cpu-weight.ts). */
   readonly weight?: CpuWeight | undefined;
   /** Checks that the admin role logs in and may create roles (a PgError saying what is wrong otherwise). */
   check(): Promise<void>;
@@ -116,7 +116,7 @@ export async function openCluster(config: Config, log: Logger, opts: OpenCluster
   // The embedded cluster, started here or by the primary of the workers (which reach it by URL).
   const own = opts.serving === true && (embedded !== undefined || (host === '127.0.0.1' && port === config.embeddedPgPort));
   const postmaster = own ? await runningPostmaster(pgDirOf(dataDir)) : undefined;
-  const weight = postmaster === undefined ? undefined : await lowerPostgresWeight(postmaster, config.upstreamNice, log);
+  const weight = postmaster === undefined ? undefined : await postgresWeights(postmaster, config.upstreamNice, config.heavyUserNice, log);
   const database = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
   return {
     admin,

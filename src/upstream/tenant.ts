@@ -2,6 +2,7 @@
  * One user's part in the fair queue (admission.ts): their slots, their line, their weight; and a
  * backend's hold of a slot.
  */
+import { PgError, SqlState } from '../shared/errors.js';
 
 export interface TenantLimits {
   /** Transactions running at once (this process's share); 0 = no limit of the user's own. */
@@ -69,10 +70,12 @@ export interface Hold {
   since: number;
   /** Its place in the admission's list of holds while it holds a slot; -1 otherwise. */
   at: number;
+  /** Whether its backend's CPU weight is lowered, its user heavy (heavy-users.ts). */
+  lowered: boolean;
 }
 
 export function newHold(pid: number): Hold {
-  return { tenant: undefined, pid, seq: 0, parked: false, since: 0, at: -1 };
+  return { tenant: undefined, pid, seq: 0, parked: false, since: 0, at: -1, lowered: false };
 }
 
 /**
@@ -93,4 +96,14 @@ export function enqueue(queue: Waiter[], w: Waiter): void {
     else hi = mid;
   }
   queue.splice(lo, 0, w);
+}
+
+/** The error of a wait for a turn that lasted `ms` (53300), saying whether the user's own limit or the service's `max` was full. */
+export function waitedTooLong(t: Tenant, ms: number, max: number): PgError {
+  const own = t.limit > 0 && t.running >= t.limit;
+  return new PgError(SqlState.TooManyConnections, `too many transactions at once: one of user "${t.user}" waited ${ms} ms for its turn upstream`, {
+    hint: own
+      ? `user "${t.user}" may run at most ${t.limit} transactions at once here; retry, keep transactions short, or ask the service's admin for a higher limit`
+      : `the service runs at most ${max} transactions at once and shares them fairly among users; retry, or keep transactions short`,
+  });
 }

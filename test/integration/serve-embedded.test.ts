@@ -129,6 +129,50 @@ describe('repobase serve on the embedded Postgres', () => {
     }
   });
 
+  it("lowers a heavy user's backends while another user is active, and gives their weight back after (heavyUserNice)", async () => {
+    const made = await runCli(['user', 'create', 'heavyweight'], env);
+    expect(made.code).toBe(0);
+    const heavyKey = made.stdout.trim();
+    // 4 slots: more than one running at once is more than a quarter of them.
+    const s = serve({ REPOBASE_UPSTREAM_ACTIVE_MAX: '4' });
+    await healthy(env.REPOBASE_HTTP_PORT!, 15_000);
+    const client = (user: string, password: string) => new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user, password, database: 'repobase' });
+    const heavy = [client('heavyweight', heavyKey), client('heavyweight', heavyKey)];
+    const light = client('walkthrough', key);
+    const password = (await readFile(join(dataDir, 'pg-superuser-password'), 'utf8')).trim();
+    const admin = new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_EMBEDDED_PG_PORT), user: 'postgres', password, database: 'repobase' });
+    for (const c of [...heavy, light, admin]) await c.connect();
+    const autogroups = (await readFile('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').catch(() => '0')).trim() === '1';
+    const nice = async (pid: number) => (autogroups ? Number(/ nice (-?\d+)$/.exec((await readFile(`/proc/${pid}/autogroup`, 'utf8')).trim())?.[1]) : getPriority(pid));
+    const backends = async (user: string) => (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE usename = $1', [user])).rows.map((r) => r.pid);
+    // As root the service raises itself and backends stay at 0; otherwise they sit at upstreamNice (10).
+    const root = process.getuid?.() === 0;
+    const base = root ? 0 : 10;
+    let busy = true;
+    try {
+      const sleeping = heavy.map((c) => c.query('SELECT pg_sleep(3)'));
+      const lookups = (async () => {
+        while (busy) await light.query('SELECT 1');
+      })();
+      if (root || autogroups) {
+        await expect.poll(async () => Promise.all((await backends('heavyweight')).map(nice)), { timeout: 2_500, interval: 50 }).toEqual([Math.min(19, base + 6), Math.min(19, base + 6)]);
+      } else {
+        await new Promise((r) => setTimeout(r, 1_000)); // could not be undone: left as it is
+        expect(await Promise.all((await backends('heavyweight')).map(nice))).toEqual([base, base]);
+      }
+      expect(await Promise.all((await backends('walkthrough')).map(nice))).toEqual([base]);
+      await Promise.all(sleeping);
+      busy = false;
+      await lookups;
+      await expect.poll(async () => Promise.all((await backends('heavyweight')).map(nice)), { timeout: 5_000, interval: 100 }).toEqual([base, base]);
+    } finally {
+      busy = false;
+      for (const c of [...heavy, light, admin]) await c.end();
+      process.kill(-s.child.pid!, 'SIGTERM');
+      await s.exited;
+    }
+  });
+
   it('stores the superuser password and secret with mode 0600', async () => {
     const { stat } = await import('node:fs/promises');
     for (const f of ['pg-superuser-password', 'secret']) {
