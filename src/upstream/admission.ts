@@ -8,8 +8,9 @@
  * session in session mode; a REST statement) and gives it back with the backend: one running is
  * never interrupted, and an open `BEGIN` keeps its slot. Past `max`, transactions wait in a queue
  * per user, in the order their waits end within a user (first come first served among equal
- * waits); a slot that comes back goes to the waiting user who runs the fewest for their weight (deficit-free round robin over users: a user with
- * 300 busy clients and a user with one get the same share). Two things come before the queue:
+ * waits); a slot that comes back goes to the waiting user who runs the fewest for their weight
+ * (round robin over users: 300 busy clients and one get the same share). Two things come before
+ * the queue, and one after it:
  *
  * - **Reserved share.** A user below their fair share (`max` divided among the users running or
  *   waiting, at least one) is let in at once even past `max`, up to `max + reserve`: a user with
@@ -20,7 +21,6 @@
  *   parked: it counts for its user but not against `max`. Which backends those are is asked of
  *   Postgres (`sampleParked`, pg_stat_activity) every `SAMPLE_MS` while anyone waits and some
  *   slot has been held that long, never otherwise.
- *
  * - **Cores, not only slots.** Where the service may set its backends' CPU weights (`heavy`), a
  *   user running more than a quarter of `max` while another user is active has theirs lowered
  *   (heavy-users.ts), looked at on the same ticker.
@@ -31,16 +31,11 @@
  * from `limitsOf` and are read again by `refresh`.
  */
 import { PgError, SqlState } from '../shared/errors.js';
-import { enqueue, Tenant, waitedTooLong, type Hold, type TenantLimits, type TurnDone, type Waiter } from './tenant.js';
-import type { HeavyUsers } from './heavy-users.js';
+import { enqueue, settleLater, Tenant, waitedTooLong, type Hold, type TenantLimits, type TurnDone } from './tenant.js';
+import { heavyAbove, type HeavyUsers } from './heavy-users.js';
 import type { SessionDone } from './session.js';
 
 export { newHold, Tenant, type Hold, type TenantLimits, type TurnDone } from './tenant.js';
-
-/** Ends a wait in a microtask of its own (see `waitFor`). */
-function settleLater(w: Waiter, err: unknown, tenant?: Tenant): void {
-  queueMicrotask(() => w.done(err, tenant));
-}
 
 /** How often Postgres is asked which held backends use no CPU, while anyone waits. */
 const SAMPLE_MS = 100;
@@ -83,6 +78,7 @@ export class Admission {
   private turns = 0;
   /** `turns` at the last look for heavy users: a user let in since took part. */
   private lookedTurns = 0;
+  private readonly heavyAbove: number;
   /** Whether some user's time budget is on: only then are holds timed. */
   private budgets = 0;
   private ticker: NodeJS.Timeout | undefined;
@@ -92,7 +88,9 @@ export class Admission {
   /** Told of each transaction's wait in seconds (the metrics' histogram). */
   waited: ((seconds: number) => void) | undefined;
 
-  constructor(private readonly opts: AdmissionOptions) {}
+  constructor(private readonly opts: AdmissionOptions) {
+    this.heavyAbove = opts.heavy === undefined ? Infinity : heavyAbove(opts.max);
+  }
 
   get max(): number {
     return this.opts.max;
@@ -245,7 +243,7 @@ export class Admission {
     this.running++;
     t.turn = ++this.turns;
     this.compete(t, was);
-    if (t.running > this.opts.max / 4 && this.opts.heavy !== undefined) this.tick();
+    if (t.running > this.heavyAbove) this.tick();
   }
 
   private release(t: Tenant): void {
@@ -336,7 +334,7 @@ export class Admission {
     let active = 0;
     for (const t of this.tenants.values()) if ((t.competing || t.turn > this.lookedTurns) && ++active === 2) break;
     this.lookedTurns = this.turns;
-    heavy.look(this.holds, active, this.opts.max / 4);
+    heavy.look(this.holds, active, this.heavyAbove);
   }
 
   /** Whether a slot taken at or before `seq` is still held. */

@@ -14,6 +14,11 @@
 import type { CpuWeight } from './cpu-weight.js';
 import type { Hold, Tenant } from './tenant.js';
 
+/** Above how many transactions running at once a user may be heavy: a quarter of the slots (the cores, at the default of 4 a core). */
+export function heavyAbove(max: number): number {
+  return max / 4;
+}
+
 /** Looks (ticks of 100 ms) a lowered user must not be heavy before their backends get their weight back. */
 const RESTORE_LOOKS = 10;
 

@@ -55,6 +55,11 @@ export interface Waiter {
 /** How a wait for a turn ends: with `tenant` (the slot taken), or with `err` and no tenant. */
 export type TurnDone = (err: unknown, tenant?: Tenant) => void;
 
+/** Ends a wait in a microtask of its own (see `Admission.waitFor`). */
+export function settleLater(w: Waiter, err: unknown, tenant?: Tenant): void {
+  queueMicrotask(() => w.done(err, tenant));
+}
+
 /**
  * A backend's hold of a slot: one object per upstream session, reused for each of its holders
  * (set up with `newHold`, kept on the session).
