@@ -133,8 +133,8 @@ describe('repobase serve on the embedded Postgres', () => {
     const made = await runCli(['user', 'create', 'heavyweight'], env);
     expect(made.code).toBe(0);
     const heavyKey = made.stdout.trim();
-    // 4 slots: more than one running at once is more than a quarter of them.
-    const s = serve({ REPOBASE_UPSTREAM_ACTIVE_MAX: '4' });
+    // One process of 4 slots (users are counted per process): more than one running at once is more than a quarter of them.
+    const s = serve({ REPOBASE_UPSTREAM_ACTIVE_MAX: '4', REPOBASE_WORKERS: '1' });
     await healthy(env.REPOBASE_HTTP_PORT!, 15_000);
     const client = (user: string, password: string) => new pg.Client({ host: '127.0.0.1', port: Number(env.REPOBASE_PG_PORT), user, password, database: 'repobase' });
     const heavy = [client('heavyweight', heavyKey), client('heavyweight', heavyKey)];
