@@ -25,10 +25,10 @@
  *   user running more than a quarter of `max` while another user is active has theirs lowered
  *   (heavy-users.ts), looked at on the same ticker.
  *
- * While nobody waits a transaction costs two counter updates and a map look-up: nothing is
- * timed, sampled or queued. Limits per user (`active`: at most that many running; a time budget
- * per minute past which the user's weight drops to `SLOWED_WEIGHT`, slowed, never refused) come
- * from `limitsOf` and are read again by `refresh`.
+ * While nobody waits a transaction costs two counter updates, a map look-up and a comparison:
+ * nothing is timed, sampled or queued. Limits per user (`active`: at most that many running; a
+ * time budget per minute past which the user's weight drops to `SLOWED_WEIGHT`, slowed, never
+ * refused) come from `limitsOf` and are read again by `refresh`.
  */
 import { PgError, SqlState } from '../shared/errors.js';
 import { enqueue, settleLater, Tenant, waitedTooLong, type Hold, type TenantLimits, type TurnDone } from './tenant.js';

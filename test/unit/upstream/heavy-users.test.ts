@@ -47,6 +47,16 @@ describe('heavy users', () => {
     a.close();
   });
 
+  it('counts another user only while they take part: a user who ran once long ago does not keep the heavy one lowered', async () => {
+    const { a, heavy, lowered, restored, run } = setup(8);
+    a.leave(run('quiet')); // once, then nothing more
+    for (let i = 0; i < 3; i++) run('noisy');
+    await expect.poll(() => lowered.length, { timeout: 2_000, interval: 20 }).toBe(3); // quiet took part since the (first) look
+    await expect.poll(() => restored.length, { timeout: 3_000, interval: 20 }).toBe(3); // alone since: no longer heavy
+    expect(heavy.any).toBe(false);
+    a.close();
+  });
+
   it('leaves users running no more than a quarter of the slots each as they are', async () => {
     const { a, lowered, run } = setup(8);
     for (const user of ['a', 'a', 'b', 'b', 'c', 'c']) run(user);
