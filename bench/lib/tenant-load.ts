@@ -11,6 +11,7 @@
  * waits `warmupSeconds`, measures for `seconds`, and writes a `TenantLoadResult` to `resultFile`.
  */
 import { writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { BackendCode, buildQuery, buildTerminate, decodeErrorResponse, decodeReadyForQuery } from '../../src/protocol/index.js';
 import { PgError } from '../../src/shared/errors.js';
@@ -31,6 +32,13 @@ export interface LoadGroup {
   thinkMs?: number;
   /** Run the unit once, then hold the connection until the end. */
   park?: boolean;
+  /**
+   * Paced: each client starts a unit this many times a second, on a fixed schedule (a light
+   * user's app, not a closed loop). A unit that waited for the one before it (the client fell
+   * behind its schedule) counts from when it was due, so the delay shows; one on time counts from
+   * when it was sent (the load process's own timer being late is not the service's latency).
+   */
+  perClientPerSecond?: number;
 }
 
 export interface TenantLoadConfig {
@@ -111,6 +119,24 @@ class WireClient {
   }
 }
 
+/**
+ * One POST over a kept-alive connection of `agent`: Node's `http` costs the load process a third
+ * of what `fetch` does per request, CPU the service's machine would otherwise lose to measuring.
+ */
+function post(agent: Agent, url: string, key: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 const fill = (sql: string, keys: number) => sql.replace(/\$N/g, () => String(1 + Math.floor(Math.random() * keys)));
 
 export async function runTenantLoad(config: TenantLoadConfig, onReady: () => void): Promise<TenantLoadResult> {
@@ -146,18 +172,14 @@ export async function runTenantLoad(config: TenantLoadConfig, onReady: () => voi
     }
     return true;
   };
+  const agent = new Agent({ keepAlive: true });
   const restUnit = async (s: (typeof state)[number]): Promise<boolean> => {
     for (const sql of s.group.unit) {
       try {
-        const res = await fetch(`${config.httpUrl}/api/v1beta/query/`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${s.group.key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ query_string: fill(sql, s.group.keys ?? 1) }),
-        });
-        const text = await res.text();
-        if (res.status !== 200) {
+        const { status, text } = await post(agent, `${config.httpUrl}/api/v1beta/query/`, s.group.key, JSON.stringify({ query_string: fill(sql, s.group.keys ?? 1) }));
+        if (status !== 200) {
           const e = (JSON.parse(text) as { error?: { code: string; message: string } }).error;
-          countError(s.errors, e?.code ?? String(res.status), e?.message ?? text.slice(0, 200));
+          countError(s.errors, e?.code ?? String(status), e?.message ?? text.slice(0, 200));
           return false;
         }
       } catch (err: unknown) {
@@ -170,17 +192,25 @@ export async function runTenantLoad(config: TenantLoadConfig, onReady: () => voi
   const loop = async (s: (typeof state)[number], first: WireClient | undefined) => {
     let client = first;
     const g = s.group;
+    const interval = g.perClientPerSecond ? 1000 / g.perClientPerSecond : 0;
+    let due = performance.now() + Math.random() * interval;
+    let behind = false;
     while (!stopping) {
       if (g.front === 'wire' && (client === undefined || client.closed)) {
         await new Promise((r) => setTimeout(r, 100));
         client = await login(s);
         continue;
       }
-      const begun = performance.now();
+      // A timer may fire up to a millisecond before it is due: wait again until it is.
+      for (let ahead = due - performance.now(); interval && ahead > 0; ahead = due - performance.now()) await new Promise((r) => setTimeout(r, Math.ceil(ahead)));
+      const begun = behind ? due : performance.now();
+      due += interval;
       const ok = g.front === 'wire' ? await wireUnit(client!, s) : await restUnit(s);
+      const done = performance.now();
+      behind = interval > 0 && done > due;
       if (ok && measuring) {
         s.units++;
-        s.latencies.push(performance.now() - begun);
+        s.latencies.push(done - begun);
       }
       if (g.park) {
         while (!stopping) await new Promise((r) => setTimeout(r, 200));
@@ -199,6 +229,7 @@ export async function runTenantLoad(config: TenantLoadConfig, onReady: () => voi
   const seconds = (performance.now() - started) / 1000;
   stopping = true;
   await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 10_000))]);
+  agent.destroy();
   return {
     seconds,
     groups: state.map((s) => {
