@@ -3,7 +3,8 @@
  * user's, on the wire front end (the project's own protocol codec, one simple Query per statement)
  * or on REST (`POST /query/`, keep-alive). A client runs its group's unit — a list of statements,
  * `$N` in them replaced by a random number from 1 to `keys` — in a loop with an optional think
- * time, or once and then holds its connection (`park`: a transaction left open, idle).
+ * time, on a schedule (`perClientPerSecond`), or once and then holds its connection (`park`: a
+ * transaction left open, idle).
  *
  * Run as a process of its own (`node dist/bench/lib/tenant-load.js`, the `TenantLoadConfig` as
  * JSON in `TENANT_LOAD_CONFIG`: it holds API keys), so that one tenant's many clients do not slow
@@ -120,8 +121,8 @@ class WireClient {
 }
 
 /**
- * One POST over a kept-alive connection of `agent`: Node's `http` costs the load process a third
- * of what `fetch` does per request, CPU the service's machine would otherwise lose to measuring.
+ * One POST over a kept-alive connection of `agent`: Node's `http` costs the load process about
+ * half of what `fetch` does per request, CPU the service's machine would otherwise lose to measuring.
  */
 function post(agent: Agent, url: string, key: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {

@@ -1,9 +1,10 @@
 /**
  * Tenants share fairly: repobase as shipped on its embedded Postgres (a service of its own, the
  * only thing running), a *quiet* user (4 wire clients doing primary-key lookups, 2 REST clients
- * doing one-row selects, each 50 a second on a schedule) measured alone, then during a *noisy* user's flood (300 wire clients
- * looping CPU-heavy statements, 50 holding `pg_sleep(2)` transactions, 32 REST requests at once;
- * the sizes scaled to the machine's cores, the issue's for 2), then once more after a pause while
+ * doing one-row selects, each 50 a second on a schedule) measured alone, then during a *noisy*
+ * user's flood (300 wire clients looping CPU-heavy statements, 50 holding `pg_sleep(2)`
+ * transactions, 32 REST requests at once; the sizes scaled to the machine's cores, the issue's
+ * for 2), then once more after a pause while
  * noisy also parks 150 connections idle inside open transactions: quiet comes back on new
  * connections and must be served at once, without 53300. Reported: quiet's p50/p99 on both front
  * ends in each phase and the ratios, noisy's throughput (CPU-heavy statements per second), the
@@ -139,7 +140,7 @@ export interface TenantsResult {
 /**
  * Each of quiet's clients asks 50 times a second, on a schedule (an app's lookups, not a closed
  * loop: a closed loop takes every core it is given and is no quiet user — alone it took 1.6 of
- * the two); its latency counts from when a lookup was due.
+ * the two). A lookup that waited for the client's previous one counts from when it was due.
  */
 const QUIET_PER_CLIENT_PER_SECOND = 50;
 const quietGroups = (q: { user: string; key: string }): LoadGroup[] => [
@@ -219,7 +220,7 @@ const errs = (t: ErrorTally) => (errorCount(t) === 0 ? '0' : Object.entries(t).m
 export function tenantsLines(r: TenantsResult): string[] {
   const s = r.sizes;
   const lines = [
-    `Tenants: quiet (4 wire clients, primary-key lookups; 2 REST clients, one-row selects; each ${QUIET_PER_CLIENT_PER_SECOND} a second on a schedule, latency from when due) alone, during noisy's flood (${s.noisyWire} wire clients looping a CPU-heavy statement, ${s.noisySleepers} in pg_sleep(2) transactions, ${s.noisyRest} REST requests at once), and back after a ${s.pauseSeconds} s pause while noisy also parks ${s.parked} connections in open transactions; ${s.seconds} s each, repobase as shipped on its embedded Postgres.`,
+    `Tenants: quiet (4 wire clients, primary-key lookups; 2 REST clients, one-row selects; each ${QUIET_PER_CLIENT_PER_SECOND} a second on a schedule, a late one timed from when due) alone, during noisy's flood (${s.noisyWire} wire clients looping a CPU-heavy statement, ${s.noisySleepers} in pg_sleep(2) transactions, ${s.noisyRest} REST requests at once), and back after a ${s.pauseSeconds} s pause while noisy also parks ${s.parked} connections in open transactions; ${s.seconds} s each, repobase as shipped on its embedded Postgres.`,
     '',
     '| build | front end | quiet p50 / p99 ms alone | during the flood | ratio of p99 | back after the pause | quiet errors | noisy statements/s | noisy errors | event-loop lag p99 ms |',
     '|---|---|---|---|---|---|---|---|---|---|',
