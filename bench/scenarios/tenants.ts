@@ -5,11 +5,11 @@
  * user's flood (300 wire clients looping CPU-heavy statements, 50 holding `pg_sleep(2)`
  * transactions, 32 REST requests at once; the sizes scaled to the machine's cores, the issue's
  * for 2), then once more after a pause while noisy also parks 150 connections idle inside open
- * transactions: quiet comes back on new connections and must be served at once, without 53300. Reported: quiet's p50/p99 on both front
- * ends in each phase and the ratios, noisy's throughput (CPU-heavy statements per second), the
- * service's event-loop lag p99 during the flood, and every error by SQLSTATE. With `--against`,
- * the other build runs the same, after this one, on a service of its own: noisy's throughput
- * there is the "today" of the goal.
+ * transactions: quiet comes back on new connections and must be served at once, without 53300.
+ * Reported: quiet's p50/p99 on both front ends in each phase and the ratios, noisy's throughput
+ * (CPU-heavy statements per second), the service's event-loop lag p99 during the flood, and every
+ * error by SQLSTATE. With `--against`, the other build runs the same, after this one, on a service
+ * of its own: noisy's throughput there is the "today" of the goal.
  *
  * `many` (scenario `tenants-many`): 100 users of 100 wire clients each (scaled down by `--quick`),
  * short transactions with up to 15 s of think time, for a minute: every user served, no error, and the longest
