@@ -53,8 +53,9 @@ interface Cached {
 
 /**
  * Whether `secret` is the cached key's: against its SHA-256 the first time, then against the bytes
- * that matched (UTF-8, as the hash reads it: one string, one byte sequence), in constant time (≈ 0.1 µs where the hash took ≈ 0.6, on every REST request). The
- * bytes are kept as long as the key's row is (CACHE_TTL_MS, or until the key changes).
+ * that matched (UTF-8, as the hash reads it: one string, one byte sequence), in constant time
+ * (≈ 0.1 µs where the hash took ≈ 0.6, on every REST request). The bytes are kept as long as the
+ * key's row is (CACHE_TTL_MS, or until the key changes).
  */
 function matches(cached: Cached | null, secret: string): boolean {
   if (cached?.secret !== undefined) {
