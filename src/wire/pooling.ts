@@ -135,12 +135,13 @@ export class Pooling {
   }
 
   /**
-   * A CommandComplete of the client's: COMMIT and ROLLBACK end the transaction whose setting
-   * changes were kept apart (a ROLLBACK TO a savepoint is left to the check, see client-state.ts).
+   * A CommandComplete of the client's (bytes `start` to `end` of `buf`): COMMIT and ROLLBACK end
+   * the transaction whose setting changes were kept apart (a ROLLBACK TO a savepoint is left to
+   * the check, see client-state.ts).
    */
-  commandTag(backend: BackendState, frame: Buffer, step: Step | undefined): void {
+  commandTag(backend: BackendState, buf: Buffer, start: number, end: number, step: Step | undefined): void {
     if (!this.client.awaitsTransactionEnd(backend)) return;
-    const tag = frame.toString('latin1', 5, Math.min(frame.length - 1, 25));
+    const tag = buf.toString('latin1', start + 5, Math.min(end - 1, start + 25));
     if (tag === 'COMMIT' || tag === 'PREPARE TRANSACTION') this.client.endTransaction(true, backend);
     else if (tag === 'ROLLBACK' && !step?.effects.some((e) => e.kind === 'savepoint')) this.client.endTransaction(false, backend);
   }

@@ -258,7 +258,7 @@ export abstract class RelayCore {
     wireBytesOut.value += chunk.length;
     this.meter.bytesOut += chunk.length;
     try {
-      link.session.reader.push(chunk, this.onUpstreamFrame);
+      this.answers.chunk(chunk, link.session.reader, this.onUpstreamFrame, this.attached);
       this.toClient.flush();
       this.backpressure.check(link.session.socket);
       if (this.backend.link !== undefined && this.answers.length === 0) this.maybeRelease();
@@ -266,6 +266,8 @@ export abstract class RelayCore {
       this.fatal(err);
     }
   };
+
+  private readonly attached = (): boolean => this.backend.link !== undefined;
 
   /** One frame of the backend serving the client; none once it was let go (the rest of its chunk too). */
   protected readonly onUpstreamFrame = (code: number, frame: Buffer): void => {

@@ -14,14 +14,20 @@ export class Run {
 
   /** Queues `frame` (a view into a received chunk) after everything queued before. */
   add(frame: Buffer): void {
-    if (this.buffer === frame.buffer && this.end === frame.byteOffset) {
-      this.end += frame.length;
+    this.addRange(frame, 0, frame.length);
+  }
+
+  /** Queues bytes `from` to `to` of `chunk` (a received one) after everything queued before, without a view of them. */
+  addRange(chunk: Buffer, from: number, to: number): void {
+    const start = chunk.byteOffset + from;
+    if (this.buffer === chunk.buffer && this.end === start) {
+      this.end += to - from;
       return;
     }
     this.flush();
-    this.buffer = frame.buffer;
-    this.start = frame.byteOffset;
-    this.end = frame.byteOffset + frame.length;
+    this.buffer = chunk.buffer;
+    this.start = start;
+    this.end = start + to - from;
   }
 
   /** Writes what is queued, then `frame` (one the proxy built). */
