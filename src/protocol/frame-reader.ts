@@ -10,8 +10,9 @@ import { describeCode, protocolViolation, withoutAnswer } from './protocol-error
 
 /**
  * Called once per complete message. `frame` is the whole message, header included. It is a view
- * into the pushed chunk when the message lay whole inside it, else a buffer of its own; either
- * way the reader never writes into it again, so it may be queued on a socket as is.
+ * into the pushed chunk when the message lay whole inside it (the chunk itself when it is all of
+ * it), else a buffer of its own; either way the reader never writes into it again, so it may be
+ * queued on a socket as is.
  */
 export type FrameHandler = (code: number, frame: Buffer) => void;
 
@@ -164,7 +165,8 @@ export class FrameReader {
         this.beginPartial(chunk, pos, total);
         break;
       }
-      onFrame(chunk[pos] ?? 0, chunk.subarray(pos, pos + total));
+      // A chunk that is one message whole (a client's Query, most often) is that message: no view made.
+      onFrame(chunk[pos] ?? 0, total === end ? chunk : chunk.subarray(pos, pos + total));
       pos += total;
     }
     this.busy = false;
