@@ -8,7 +8,7 @@
  */
 import { errorInOriginal } from '../policy/index.js';
 import type { PgError } from '../shared/errors.js';
-import { BackendCode, buildErrorResponse, type FrameHandler, type FrameReader, buildReadyForQuery, decodeDataRow, decodeErrorResponse, fromClientText, inClientText, type ClientText, type TransactionStatus } from '../protocol/index.js';
+import { BackendCode, buildErrorResponse, buildReadyForQuery, decodeDataRow, decodeErrorResponse, fromClientText, inClientText, type ClientText, type FrameHandler, type FrameReader, type TransactionStatus } from '../protocol/index.js';
 import { countError } from '../observe/metrics.js';
 import { noteParameterStatus, type UpstreamSession } from '../upstream/session.js';
 import type { BackendState } from './backend-state.js';
