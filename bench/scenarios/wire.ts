@@ -6,7 +6,7 @@
  * Postgres), and with the proxies on cores of their own (`taskset`), as when the proxy runs on
  * other machines than the database — the deployment beyond one machine.
  */
-import { REPO, conninfo, repobaseOn, type BenchEnv, type Conn, type RefEnv } from '../env.js';
+import { REPO, conninfo, repobaseOn, type BenchEnv, type Conn, type FreshService, type RefEnv } from '../env.js';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/shared/package-root.js';
 import { cpuMicrosOf, cpuSplit, freePort, pinTree, run, start, waitFor } from '../lib/proc.js';
@@ -121,11 +121,11 @@ function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bare
   const targets: WireTarget[] = [
     target('direct', env.direct, env),
     ...bouncer(env),
-    target('repobase', env.repobase, env, env.repobase.pid),
-    target(SCOPED_KEY, scoped, env, env.repobase.pid),
-    ...(ref ? [target(`repobase${ref.suffix}`, ref.env.repobase, ref.env, ref.env.repobase.pid)] : []),
-    target('repobase 1 process', env.single, env, env.single.pid),
-    ...(ref ? [target(`repobase 1 process${ref.suffix}`, ref.env.single, ref.env, ref.env.single.pid)] : []),
+    freshTarget('repobase', env.repobase, env, env.repobase.workers),
+    freshTarget(SCOPED_KEY, scoped, env, env.repobase.workers),
+    ...(ref ? [freshTarget(`repobase${ref.suffix}`, ref.env.repobase, ref.env, ref.env.repobase.workers)] : []),
+    freshTarget('repobase 1 process', env.single, env, 1),
+    ...(ref ? [freshTarget(`repobase 1 process${ref.suffix}`, ref.env.single, ref.env, 1)] : []),
     target(SESSION_MODE, env.session, env, env.session.pid),
     target(BARE_RELAY, bareRelay, env, bareRelayPid),
   ];
@@ -136,6 +136,14 @@ function runAll(env: BenchEnv, opts: WireOptions, log: (s: string) => void, bare
 /** A target of `env`'s world: writing scenarios reset the tables of that world's Postgres; `pid`: its process, whose CPU is counted. */
 function target(name: string, conn: Conn, env: Pick<BenchEnv, 'direct'>, pid?: number): WireTarget {
   return { name, conn, direct: env.direct, pid };
+}
+
+/**
+ * repobase of `env`'s world as `conn` logs in to it, on a process of its own with `workers` for
+ * each measured run (see WireTarget.fresh).
+ */
+function freshTarget(name: string, conn: Conn, env: BenchEnv, workers: number): WireTarget {
+  return { ...target(name, conn, env), fresh: () => env.startService(workers) };
 }
 
 function bouncer(env: BenchEnv): WireTarget[] {
@@ -150,6 +158,12 @@ export interface WireTarget {
   direct: Conn;
   /** The proxy's process (and its workers), whose CPU per transaction is reported. */
   pid?: number | undefined;
+  /**
+   * repobase: a process started for each measured run (and stopped after it), whose wire port
+   * `conn` is pointed at. One process of a build can cost up to 8 % more than another for its
+   * whole life; a process per run samples that spread instead of keeping one draw for the run.
+   */
+  fresh?: () => Promise<FreshService>;
 }
 
 /** One pgbench run's figures. */
@@ -178,23 +192,29 @@ export async function interleave(
     const use = targetsOf(scenario);
     const samples = new Map(use.map((t) => [t.name, { tps: [] as number[], lat: [] as number[], cpu: [] as number[], backends: [] as number[] }]));
     for (let round = 0; round < opts.rounds; round++) {
-      for (const t of round % 2 ? [...use].reverse() : use) {
-        // Each target's backends may have closed while the others ran (repobase's after
-        // `upstreamIdleMs`, 30 s): a short run first, not counted, so that no target is measured
-        // while its pool fills (session mode opens a backend per client at once, pooling by
-        // transaction as the load needs them). Its figures are not read: with many clients its
-        // connections may outlast it, and then pgbench reports no TPS.
-        if (opts.seconds >= WARMUP_AFTER_SECONDS) await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus).catch(() => undefined);
-        if (scenario.writes) await resetTables(t.direct);
-        const cpuBefore = t.pid === undefined ? 0 : cpuMicrosOf(t.pid);
-        const measure = () => pgbench(t.conn, scenario, opts, cpus);
-        const { run: r, backends } = watch ? await watch(t, measure) : { run: await measure(), backends: undefined };
-        const sample = samples.get(t.name)!;
-        sample.tps.push(r.tps);
-        sample.lat.push(r.latency);
-        if (t.pid !== undefined) sample.cpu.push((cpuMicrosOf(t.pid) - cpuBefore) / Math.max(1, r.transactions));
-        if (backends !== undefined) sample.backends.push(backends);
-        log(`${scenario.name}${where}, round ${round + 1} ${t.name}: ${r.tps.toFixed(0)} tps${backends !== undefined ? `, ${backends} backends` : ''}`);
+      for (const each of round % 2 ? [...use].reverse() : use) {
+        const service = await each.fresh?.();
+        const t = service === undefined ? each : { ...each, conn: { ...each.conn, port: service.wirePort }, pid: service.pid };
+        try {
+          // Each target's backends may have closed while the others ran (repobase's after
+          // `upstreamIdleMs`, 30 s): a short run first, not counted, so that no target is measured
+          // while its pool fills (session mode opens a backend per client at once, pooling by
+          // transaction as the load needs them). Its figures are not read: with many clients its
+          // connections may outlast it, and then pgbench reports no TPS.
+          if (opts.seconds >= WARMUP_AFTER_SECONDS) await pgbench(t.conn, scenario, { ...opts, seconds: WARMUP_SECONDS }, cpus).catch(() => undefined);
+          if (scenario.writes) await resetTables(t.direct);
+          const cpuBefore = t.pid === undefined ? 0 : cpuMicrosOf(t.pid);
+          const measure = () => pgbench(t.conn, scenario, opts, cpus);
+          const { run: r, backends } = watch ? await watch(t, measure) : { run: await measure(), backends: undefined };
+          const sample = samples.get(t.name)!;
+          sample.tps.push(r.tps);
+          sample.lat.push(r.latency);
+          if (t.pid !== undefined) sample.cpu.push((cpuMicrosOf(t.pid) - cpuBefore) / Math.max(1, r.transactions));
+          if (backends !== undefined) sample.backends.push(backends);
+          log(`${scenario.name}${where}, round ${round + 1} ${t.name}: ${r.tps.toFixed(0)} tps${backends !== undefined ? `, ${backends} backends` : ''}`);
+        } finally {
+          await service?.stop();
+        }
       }
     }
     results.push({
