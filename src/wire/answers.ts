@@ -177,10 +177,9 @@ export class Answers {
    * The fast lane of the commonest answers: from `from` in `chunk` (whose frames begin there, the
    * reader holding nothing), the frames of a request of the client's whose types are all in `LANE`,
    * queued for the client by their offsets — no view and no dispatch per frame — and counted and
-   * followed as `frame` and `poolingFrame` do (pooling's own ParseComplete and CloseComplete left
-   * out). Stops after a ReadyForQuery (the relay may have let the backend go), at a frame it does
-   * not take, at a partial one, or at a statement of the proxy's in the client's string; returns
-   * where it stopped, for the rest to go through the reader and `frame`.
+   * followed as `frame` and `poolingFrame` do (answers to what the proxy sent left out). Stops
+   * after a ReadyForQuery (the relay may have let the backend go), at a frame it does not take or
+   * at a partial one; returns where it stopped, for the rest to go through the reader and `frame`.
    */
   lane(chunk: Buffer, from: number): number {
     const end = chunk.length;
@@ -189,8 +188,6 @@ export class Answers {
     while (end - pos >= 5) {
       const head = this.queue[0];
       if (head?.kind !== 'request') break;
-      const p = head.p;
-      if (p.steps?.[p.stepAt]?.hidden === true) break;
       const code = chunk[pos]!;
       if (LANE[code] !== 1) break;
       const length = chunk.readInt32BE(pos + 1);
@@ -201,7 +198,7 @@ export class Answers {
         return next;
       }
       if (METERED[code] === 1) this.meter.frame(code, chunk, pos, next);
-      if (pooling === undefined || this.poolingFrame(p, code, chunk, pos, next)) this.toClient.addRange(chunk, pos, next);
+      if (pooling === undefined || this.poolingFrame(head.p, code, chunk, pos, next)) this.toClient.addRange(chunk, pos, next);
       pos = next;
     }
     return pos;
