@@ -24,12 +24,12 @@ import { ClientReading } from './reading.js';
 import { Hold } from './hold.js';
 import { Intake } from './intake.js';
 import { trackQueued } from '../observe/queued.js';
+import { readDirectly } from '../shared/socket-reads.js';
 import { SearchPath } from './search-path.js';
 import type { ClientActivity } from './activity.js';
 import type { RelayDeps } from './relay-deps.js';
 
 const DEFAULT_SEND_TIMEOUT_MS = 30_000;
-
 export const NO_CHANGES: readonly SessionChange[] = [];
 
 export abstract class RelayCore {
@@ -134,6 +134,7 @@ export abstract class RelayCore {
   /** Takes over the client socket; `early` are client frames that arrived during start-up. */
   start(early: Frame[]): void {
     this.client.on('data', this.onClientData);
+    readDirectly(this.client); // past Node's stream buffering, when the socket allows (socket-reads.ts)
     this.client.on('close', this.onClientClose);
     this.client.on('error', this.onClientClose);
     for (const f of early) this.onClientFrame(f.code, f.frame);
