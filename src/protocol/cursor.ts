@@ -88,13 +88,15 @@ export class Cursor {
     const nul = this.frame.indexOf(0, start);
     if (nul < 0) throw this.malformed('string is not NUL-terminated');
     this.pos = nul + 1;
-    if (strict && !isUtf8(this.frame.subarray(start, nul))) {
+    const text = this.frame.toString('utf8', start, nul);
+    // Bytes that are no UTF-8 decode to U+FFFD, which valid text seldom holds: only then are they checked.
+    if (strict && text.includes('\uFFFD') && !isUtf8(this.frame.subarray(start, nul))) {
       throw new PgError(
         SqlState.CharacterNotInRepertoire,
         `invalid byte sequence for encoding "UTF8" in ${this.what} message`,
       );
     }
-    return this.frame.toString('utf8', start, nul);
+    return text;
   }
 
   /** `n` bytes as a view into the frame. */

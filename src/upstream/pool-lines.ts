@@ -65,6 +65,11 @@ export class PoolLines {
 
   constructor(private readonly host: LineHost) {}
 
+  /** Whether any role has a line (a client's every transaction asks: no look-up per role when none has). */
+  get any(): boolean {
+    return this.waiting.size > 0;
+  }
+
   /** Whether the role has a line. */
   has(role: string): boolean {
     return this.waiting.has(role);

@@ -132,6 +132,11 @@ export class SessionPool implements LineHost {
     return this.opts.userOf === undefined ? this.counts.userOf(role) : this.opts.userOf(role);
   }
 
+  /** Whether the role has a line, or another role of its user has one (for a session of the user's share). */
+  private waits(role: string): boolean {
+    return this.lines.any && (this.lines.has(role) || this.otherWaits(role));
+  }
+
   /** Whether another role of the same user waits in a line (for a session of this user's share). */
   private otherWaits(role: string): boolean {
     return this.counts.otherWaits(role, this.lines.has(role));
@@ -291,7 +296,7 @@ export class SessionPool implements LineHost {
    * it is not idle, its login settings are old): `release` it.
    */
   lend(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, revoke: () => void): boolean {
-    if (this.closed || this.budget.pressed || session.socket.destroyed || session.status !== 'I' || this.lines.has(role) || this.otherWaits(role) || !this.current(role, session)) return false;
+    if (this.closed || this.budget.pressed || session.socket.destroyed || session.status !== 'I' || this.waits(role) || !this.current(role, session)) return false;
     session.sink = ignore;
     session.onGone = ignore;
     this.admission?.leave(session.hold);
@@ -327,9 +332,9 @@ export class SessionPool implements LineHost {
   /** Hands the session to the role's longest waiter with the same settings, or pools it (closes it if another role waits for its slot). */
   private park(role: string, params: Readonly<Record<string, string>>, session: UpstreamSession, revoke?: () => void): void {
     const key = this.keys.key(role, params);
-    if (this.lines.handOver(role, key, session)) return;
+    if (this.lines.any && this.lines.handOver(role, key, session)) return;
     // Its room goes to a waiter: of the role's other settings, or of another role of its user at the user's limit.
-    if (this.lines.has(role) || this.budget.pressed || this.otherWaits(role)) return this.destroy(role, session);
+    if (this.budget.pressed || this.waits(role)) return this.destroy(role, session);
     // A parked session has nothing to say; anything it sends is its backend going away (a FATAL
     // from pg_terminate_backend or a shutdown arrives before the connection closes). Closing it at
     // once keeps the next client from being handed a session that is already dead.

@@ -230,6 +230,12 @@ describe('frontend messages: malformed', () => {
     const err = pgErrorOf(() => decodeQuery(rawTyped('Q', Buffer.from('SELECT \xff\0', 'latin1'))));
     expect(err.code).toBe(SqlState.CharacterNotInRepertoire);
     expect(err.message).toBe('invalid byte sequence for encoding "UTF8" in Query message');
+    // Overlong, a surrogate, past U+10FFFF, a lone continuation, cut short: each refused, also beside a real U+FFFD.
+    for (const bad of ['c0af', 'e0808f', 'eda080', 'f4908080', '80', 'e282', 'efbfbd' + 'c0af']) {
+      const sql = Buffer.concat([Buffer.from("SELECT '"), Buffer.from(bad, 'hex'), Buffer.from("'\0")]);
+      expect(pgErrorOf(() => decodeQuery(rawTyped('Q', sql))).code, bad).toBe(SqlState.CharacterNotInRepertoire);
+    }
+    expect(decodeQuery(rawTyped('Q', Buffer.from("SELECT '\uFFFD'\0")))).toBe("SELECT '\uFFFD'"); // valid text holding U+FFFD itself
   });
 
   it('builders refuse a NUL inside a string instead of shifting every later field', () => {
