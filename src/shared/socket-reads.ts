@@ -7,10 +7,11 @@
  * share: a read's callback runs to its end before the next read. A TLS socket reads through its
  * own layer and keeps Node's reads.
  *
- * Measured (bench/notes/2026-11-30-client-reads.md), a bare relay with 8 `pgbench -S` clients at
+ * Measured (bench/notes/2026-11-29-client-reads.md), a bare relay with 8 `pgbench -S` clients at
  * 5,000 transactions a second: 25.6 against 27.4 µs of CPU per transaction with the upstream read
  * so, and 0.91 of that again with the client read so too.
  */
+import { Buffer } from 'node:buffer'; // a module binding: the global one is looked up on every read
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 
