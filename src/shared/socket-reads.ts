@@ -7,9 +7,9 @@
  * share: a read's callback runs to its end before the next read. A TLS socket reads through its
  * own layer and keeps Node's reads.
  *
- * Measured (bench/notes/2026-11-29-client-reads.md), a bare relay with 8 `pgbench -S` clients at
- * 5,000 transactions a second: 25.6 against 27.4 µs of CPU per transaction with the upstream read
- * so, and 0.91 of that again with the client read so too.
+ * Measured with 8 `pgbench -S` clients: a bare relay whose upstream is read so, 25.6 against 27.4
+ * µs of CPU per transaction (2026-11-27); one whose both sides are, 0.91 of one whose neither is,
+ * and repobase with its clients read so too, 0.94–0.955 of before (bench/notes/2026-11-29-client-reads.md).
  */
 import { Buffer } from 'node:buffer'; // a module binding: the global one is looked up on every read
 import type { Socket } from 'node:net';
