@@ -72,7 +72,7 @@ describe('readDirectly', () => {
 
     const buffered = await pair();
     buffered.client.write('early');
-    await sleep(50);
+    for (let i = 0; i < 200 && buffered.accepted.readableLength === 0; i++) await sleep(10);
     expect(buffered.accepted.readableLength).toBeGreaterThan(0); // no listener yet: held in the stream
     expect(readDirectly(buffered.accepted)).toBe(false);
     buffered.client.destroy();
