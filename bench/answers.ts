@@ -5,43 +5,25 @@
  * relay does). `node dist/bench/answers.js [frame|lane]`; prints ns per answer, three runs.
  */
 import type { Socket } from 'node:net';
-import { Answers, type AnswersHost } from '../src/wire/answers.js';
+import { Answers } from '../src/wire/answers.js';
 import { AnswerMeter } from '../src/wire/metering.js';
 import { pending } from '../src/wire/requests.js';
 import { Run } from '../src/wire/run.js';
-import { BackendCode, FrameReader, UTF8_TEXT, buildCommandComplete, buildReadyForQuery } from '../src/protocol/index.js';
+import { BackendCode, FrameReader, buildCommandComplete, buildReadyForQuery } from '../src/protocol/index.js';
+import { ROW_DESCRIPTION, backendMessage, detachedHost } from './lib/answers-rig.js';
 
 const ANSWERS = 2_000_000;
 const way = process.argv[2] === 'frame' ? 'frame' : 'lane';
 
-function message(code: number, body: Buffer): Buffer {
-  const out = Buffer.alloc(5 + body.length);
-  out[0] = code;
-  out.writeInt32BE(4 + body.length, 1);
-  body.copy(out, 5);
-  return out;
-}
-
 const answer = Buffer.concat([
-  message(BackendCode.RowDescription, Buffer.concat([Buffer.from([0, 1]), Buffer.from('abalance\0'), Buffer.alloc(18)])),
-  message(BackendCode.DataRow, Buffer.from([0, 1, 0, 0, 0, 1, 0x30])),
+  ROW_DESCRIPTION,
+  backendMessage(BackendCode.DataRow, Buffer.from([0, 1, 0, 0, 0, 1, 0x30])),
   buildCommandComplete('SELECT 1'),
   buildReadyForQuery('I'),
 ]);
 
 const toClient = new Run({ destroyed: false, write: () => true } as unknown as Socket);
-const host: AnswersHost = {
-  pooling: undefined,
-  upstream: () => ({ session: { reading: new Map(), readingChanged: false } as never, backend: undefined }),
-  requestDone: () => undefined,
-  explain: () => undefined,
-  signal: () => undefined,
-  notification: (f) => f,
-  upstreamFatal: () => undefined,
-  answered: () => undefined,
-  text: () => UTF8_TEXT,
-};
-const answers = new Answers(toClient, host, new AnswerMeter({ statements: 0, rowsReturned: 0 } as never, () => undefined));
+const answers = new Answers(toClient, detachedHost(), new AnswerMeter({ statements: 0, rowsReturned: 0 } as never, () => undefined));
 const reader = new FrameReader({ source: 'backend' });
 const attached = () => true;
 

@@ -4,6 +4,7 @@
  * decoder throw anything but a PgError (08P01, or 22021 for text that is not UTF-8).
  * Seeds are fixed so a failure reproduces; `numRuns` keeps the file to a few seconds.
  */
+import { isUtf8 } from 'node:buffer';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -52,6 +53,7 @@ import {
   decodeReadyForQuery,
   decodeRowDescription,
   decodeStartup,
+  decodeQuery,
   FrameReader,
   FrontendCode,
   type FrontendMessage,
@@ -363,6 +365,28 @@ describe('arbitrary bytes throw only PgErrors', () => {
       caught = err;
     }
     expect(isPgError(caught) && caught.code).toBe(SqlState.ProtocolViolation);
+  });
+
+  it("a statement's text is refused with 22021 exactly when its bytes are not UTF-8", () => {
+    // Bytes around UTF-8's edges (lead bytes, continuations, overlong and surrogate starts, past U+10FFFF) and any other but NUL.
+    const edge = fc.constantFrom(0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbd, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff);
+    const sql = fc.array(fc.oneof(edge, fc.integer({ min: 1, max: 255 })), { maxLength: 12 }).map((a) => Buffer.from(a));
+    fc.assert(
+      fc.property(sql, (body) => {
+        const frame = Buffer.alloc(6 + body.length);
+        frame[0] = FrontendCode.Query;
+        frame.writeInt32BE(5 + body.length, 1);
+        body.copy(frame, 5);
+        let code: string | undefined;
+        try {
+          expect(decodeQuery(frame)).toBe(body.toString('utf8'));
+        } catch (err: unknown) {
+          code = isPgError(err) ? err.code : String(err);
+        }
+        expect(code).toBe(isUtf8(body) ? undefined : SqlState.CharacterNotInRepertoire);
+      }),
+      runs(20_000),
+    );
   });
 
   it('DataRow with a negative or missing column count is 08P01, not a RangeError', () => {

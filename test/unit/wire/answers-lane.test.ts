@@ -1,23 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Socket } from 'node:net';
-import { Answers, type AnswersHost } from '../../../src/wire/answers.js';
+import { Answers } from '../../../src/wire/answers.js';
 import { AnswerMeter } from '../../../src/wire/metering.js';
 import { pending } from '../../../src/wire/requests.js';
 import { Run } from '../../../src/wire/run.js';
 import { PgError, SqlState } from '../../../src/shared/errors.js';
-import { BackendCode, FrameReader, buildCommandComplete, buildEmptyQueryResponse, buildErrorResponse, buildNoticeResponse, buildParameterStatus, buildReadyForQuery, UTF8_TEXT } from '../../../src/protocol/index.js';
+import { BackendCode, FrameReader, buildCommandComplete, buildEmptyQueryResponse, buildErrorResponse, buildNoticeResponse, buildParameterStatus, buildReadyForQuery } from '../../../src/protocol/index.js';
+import { ROW_DESCRIPTION as rowDescription, backendMessage as message, detachedHost } from '../../../bench/lib/answers-rig.js';
 
-/** A backend message of type `code` with `body`. */
-function message(code: number, body: Buffer | string = ''): Buffer {
-  const b = typeof body === 'string' ? Buffer.from(body) : body;
-  const out = Buffer.alloc(5 + b.length);
-  out[0] = code;
-  out.writeInt32BE(4 + b.length, 1);
-  b.copy(out, 5);
-  return out;
-}
-
-const rowDescription = message(BackendCode.RowDescription, Buffer.concat([Buffer.from([0, 1]), Buffer.from('abalance\0'), Buffer.alloc(18)]));
 const dataRow = (value: string) => message(BackendCode.DataRow, Buffer.concat([Buffer.from([0, 1]), Buffer.from([0, 0, 0, value.length]), Buffer.from(value)]));
 const bigRow = message(BackendCode.DataRow, Buffer.concat([Buffer.from([0, 1, 0, 0, 0x4e, 0x20]), Buffer.alloc(20_000, 0x61)]));
 
@@ -54,18 +44,7 @@ function relay(stream: Buffer[], lane: boolean) {
   const usage = { statements: 0, rowsReturned: 0 };
   const ddl: string[] = [];
   const done: string[] = [];
-  const host: AnswersHost = {
-    pooling: undefined,
-    upstream: () => ({ session: { reading: new Map(), readingChanged: false } as never, backend: undefined }),
-    requestDone: (_p, before) => void done.push(before),
-    explain: () => undefined,
-    signal: () => undefined,
-    notification: (f) => f,
-    upstreamFatal: () => undefined,
-    answered: () => undefined,
-    text: () => UTF8_TEXT,
-  };
-  const answers = new Answers(toClient, host, new AnswerMeter(usage as never, (tag) => ddl.push(tag)));
+  const answers = new Answers(toClient, detachedHost((_p, before) => void done.push(before)), new AnswerMeter(usage as never, (tag) => ddl.push(tag)));
   for (let i = 0; i < ANSWERS.length; i++) answers.request(pending([], undefined));
   const reader = new FrameReader({ source: 'backend' });
   for (const chunk of stream) {
