@@ -9,10 +9,8 @@ import { parseSince } from '../control/since.js';
 import type { UsageRow } from '../control/usage.js';
 import { isPgError } from '../shared/errors.js';
 import type { Config } from '../shared/config.js';
-import { UsageError, type CliContext, type ConfigOf } from './context.js';
+import { UsageError, type CliContext, type ConfigOf, type WithControl } from './context.js';
 import { formatTable } from './table.js';
-
-type WithControl = <T>(ctx: CliContext, config: Config, fn: (control: ControlPlane) => Promise<T>) => Promise<T>;
 
 const SQL_SHOWN = 60;
 

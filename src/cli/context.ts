@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { ControlPlane } from '../control/control-plane.js';
 import type { Config } from '../shared/config.js';
 
 /** Where a command writes, and what it reads from the environment (tests pass their own). */
@@ -12,4 +14,8 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-export type ConfigOf = (cmd: import('commander').Command) => Config;
+/** The configuration a command runs with (the defaults, the environment, its flags): loaded only by the commands that need it. */
+export type ConfigOf = (cmd: Command) => Promise<Config>;
+
+/** Runs `fn` on the control plane of the configured cluster, opened for it and closed after. */
+export type WithControl = <T>(ctx: CliContext, config: Promise<Config>, fn: (control: ControlPlane) => Promise<T>) => Promise<T>;

@@ -13,10 +13,8 @@ import { userNameProblem } from '../control/names.js';
 import { isPgError } from '../shared/errors.js';
 import type { Config } from '../shared/config.js';
 import { clientKey, createClient, withClientOptions, type ClientOptions } from './client-http.js';
-import { UsageError, type CliContext, type ConfigOf } from './context.js';
+import { UsageError, type CliContext, type ConfigOf, type WithControl } from './context.js';
 import { formatTable } from './table.js';
-
-type WithControl = <T>(ctx: CliContext, config: Config, fn: (control: ControlPlane) => Promise<T>) => Promise<T>;
 
 interface ScopeOptions {
   name?: string;

@@ -12,10 +12,8 @@ import type { Config } from '../shared/config.js';
 import { PgError, SqlState } from '../shared/errors.js';
 import { LIMIT_NAMES, type LimitName, type LimitOverrides, type UserLimits } from '../shared/limits.js';
 import { formatDuration, formatSize, parseDuration, parseSize } from '../shared/units.js';
-import { UsageError, type CliContext, type ConfigOf } from './context.js';
+import { UsageError, type CliContext, type ConfigOf, type WithControl } from './context.js';
 import { formatTable } from './table.js';
-
-type WithControl = <T>(ctx: CliContext, config: Config, fn: (control: ControlPlane) => Promise<T>) => Promise<T>;
 
 /** Each limit's flag, how its value is read and shown, and what it means. */
 const LIMITS: Readonly<Record<LimitName, { flag: string; kind: 'count' | 'duration' | 'size'; meaning: string }>> = {

@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
 import { Command } from 'commander';
-import { createLogger, serverLogDestination, type Logger } from '../shared/logger.js';
+import type { Logger } from '../shared/logger.js';
 import { workerCount } from '../workers/messages.js';
-import { startPrimary, type RunningService } from '../workers/primary.js';
+import type { RunningService } from '../workers/primary.js';
 import type { Service } from '../main.js';
 import type { CliContext, ConfigOf } from './context.js';
 
@@ -11,11 +11,13 @@ import type { CliContext, ConfigOf } from './context.js';
  * 503, work in flight given `drainTimeoutMs` to finish) and stops the servers and Postgres, in
  * that order; a second signal exits at once. With several workers this process is their primary,
  * and each worker runs this command again as a worker. The service itself is imported only where it runs: a primary that loaded
- * fastify, the parsers and the ingest code for nothing would hold ~45 MB more.
+ * fastify, the parsers and the ingest code for nothing would hold ~45 MB more, and every other
+ * command would start slower.
  */
 export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
   return new Command('serve').description('start the service (REST API, embedded Postgres unless REPOBASE_UPSTREAM_URL is set)').action(async (_opts: unknown, cmd: Command) => {
-    const config = configOf(cmd);
+    const config = await configOf(cmd);
+    const { createLogger, serverLogDestination } = await import('../shared/logger.js');
     if (cluster.isWorker) {
       const { runWorker } = await import('../workers/worker.js');
       const code = await runWorker(config, createLogger(config.logLevel, await serverLogDestination()).child({ worker: cluster.worker!.id }));
@@ -24,7 +26,7 @@ export function serveCommand(ctx: CliContext, configOf: ConfigOf): Command {
     }
     const log = createLogger(config.logLevel, await serverLogDestination());
     const count = workerCount(config);
-    const service: RunningService = count > 1 ? await startPrimary(config, log, count) : drainingStop(await (await import('../main.js')).startService(config, log));
+    const service: RunningService = count > 1 ? await (await import('../workers/primary.js')).startPrimary(config, log, count) : drainingStop(await (await import('../main.js')).startService(config, log));
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     ctx.out(
       [
