@@ -18,7 +18,7 @@ import type { BackendState } from './backend-state.js';
 import type { ClientState } from './client-state.js';
 import { protocolKey, type Prepared } from './prepared-statement.js';
 import { quoteIdent } from '../policy/names.js';
-import { renamed, statementName } from './statement-frames.js';
+import { renamed, statementName, type NamedAt } from './statement-frames.js';
 import { statementReprepares } from '../observe/metrics.js';
 import { schemaGeneration } from './schema-generation.js';
 
@@ -35,6 +35,9 @@ export interface Sent {
   error?: { names: Buffer; instead: PgError };
 }
 
+/** No frame: what `PreparedStatements.read` holds when it holds none. */
+const EMPTY = Buffer.alloc(0);
+
 const exists = (name: string) => new PgError(SqlState.DuplicatePreparedStatement, `prepared statement "${name}" already exists`);
 const missing = (name: string) => new PgError(SqlState.InvalidSqlStatementName, name === '' ? 'unnamed prepared statement does not exist' : `prepared statement "${name}" does not exist`);
 
@@ -50,7 +53,20 @@ function asCame(frame: Buffer): Sent {
 }
 
 export class PreparedStatements {
+  /** The Bind `boundBy` read last and where it names its statement: `use` reads the same frame next, and does not read it again. */
+  private read: { frame: Buffer; at: NamedAt | undefined } = { frame: EMPTY, at: undefined };
+
   constructor(private readonly client: ClientState) {}
+
+  /** Where `frame` names its statement (`statementName`), read once for `boundBy` and `use` together. */
+  private named(code: number, frame: Buffer): NamedAt | undefined {
+    const read = this.read;
+    if (read.frame === frame) {
+      read.frame = EMPTY;
+      return read.at;
+    }
+    return statementName(code, frame);
+  }
 
   /**
    * A client's Parse, with `sql` the text the policy lets through. A name the client holds
@@ -100,7 +116,7 @@ export class PreparedStatements {
    */
   use(backend: BackendState, code: number, frame: Buffer): { sent: Sent[] | undefined; statement: Prepared | undefined } {
     // `sent` undefined: the message goes as it came (the hot path: nothing else allocated).
-    const at = statementName(code, frame);
+    const at = this.named(code, frame);
     if (at === undefined) return { sent: undefined, statement: undefined };
     const client = this.client;
     if (at.name === '') {
@@ -140,6 +156,8 @@ export class PreparedStatements {
   /** The client's own statement a Bind names (what running it does to the session, its text), or undefined. */
   boundBy(frame: Buffer): Prepared | undefined {
     const at = statementName(FrontendCode.Bind, frame);
+    this.read.frame = frame;
+    this.read.at = at;
     if (at === undefined) return undefined;
     return at.name === '' ? this.client.unnamed : this.client.statements.get(at.name);
   }

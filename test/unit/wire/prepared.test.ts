@@ -153,3 +153,19 @@ describe('clients sharing a backend', () => {
     expect(d.beforeQuery(b, [[{ kind: 'execute', name: 'p' }]], (s) => s.sql)).toEqual({ sql: ['DEALLOCATE "p"'], frames: [] });
   });
 });
+
+describe('a Bind read for its statement before it is used', () => {
+  it('is read once, and only for that very frame', () => {
+    const p = new PreparedStatements(client());
+    const b = backend();
+    parse(p, b, 'a', 'SELECT $1::int AS a');
+    parse(p, b, 'b', 'SELECT $1::int AS b');
+    const first = bind('a');
+    expect(p.boundBy(first)?.text).toBe('SELECT $1::int AS a');
+    expect(use(p, b, FrontendCode.Bind, first).statement?.text).toBe('SELECT $1::int AS a');
+    // Read for one frame, used for another (the same bytes, another message): read again.
+    expect(p.boundBy(bind('a'))?.text).toBe('SELECT $1::int AS a');
+    expect(use(p, b, FrontendCode.Bind, bind('b')).statement?.text).toBe('SELECT $1::int AS b');
+    expect(use(p, b, FrontendCode.Describe, buildDescribe('S', 'b')).statement?.text).toBe('SELECT $1::int AS b');
+  });
+});
