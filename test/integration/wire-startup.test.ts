@@ -2,7 +2,7 @@
  * Start-up as Postgres does it, where drivers notice the difference: a client that leaves before
  * its startup packet is let go without an answer; TLS negotiated directly (Postgres 17's
  * `sslnegotiation=direct`, ALPN `postgresql`) as well as after SSLRequest; the database names
- * clients pick by default reach the service database.
+ * clients pick by default reach the service database; the greeting comes in one write.
  */
 import { execFile } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
@@ -147,5 +147,25 @@ describe('default database names', () => {
   it('any other name is still 3D000', async () => {
     const c = new pg.Client({ ...svc.pgOptions(alice.name, alice.key), database: 'nope' });
     await expect(c.connect()).rejects.toMatchObject({ code: '3D000' });
+  });
+});
+
+describe('the greeting', () => {
+  it('sends the greeting in one write, as Postgres does: every ParameterStatus, the BackendKeyData and ReadyForQuery in one read', async () => {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const socket = tcpConnect({ host: '127.0.0.1', port: svc.pgPort });
+      await new Promise((r) => socket.once('connect', r));
+      const chunks: Buffer[] = [];
+      socket.on('data', (d: Buffer) => chunks.push(d));
+      const session = await login(socket, { host: '127.0.0.1', port: svc.pgPort, database: 'repobase', user: alice.name, password: alice.key }, {});
+      const last = chunks.at(-1)!;
+      const codes: string[] = [];
+      for (let i = 0; i + 5 <= last.length; i += 1 + last.readInt32BE(i + 1)) codes.push(String.fromCharCode(last[i]!));
+      session.socket.destroy();
+      // The last read of the login ends with K and Z and holds every report before them (an
+      // AuthenticationOk may have come along).
+      expect(codes.slice(-2)).toEqual(['K', 'Z']);
+      expect(codes.filter((c) => c === 'S').length).toBe(session.parameters.size);
+    }
   });
 });
