@@ -4,12 +4,12 @@
  *
  * Each key `fooBar` has the environment variable `REPOBASE_FOO_BAR` and the flag `--foo-bar`.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Type, { type Static, type TSchema } from 'typebox';
 import Value from 'typebox/value';
 import { PgError, SqlState } from './errors.js';
-import { packageRoot } from './package-root.js';
+import { envName, flagName, readDefaults } from './config-keys.js';
+
+export { envName, flagName };
 
 const Port = (description: string) => Type.Integer({ minimum: 0, maximum: 65535, description });
 const Positive = (description: string) => Type.Integer({ minimum: 1, description });
@@ -141,18 +141,6 @@ export const ConfigSchema = Type.Object({
 export type Config = Readonly<Static<typeof ConfigSchema>>;
 export type ConfigKey = keyof Config;
 
-const defaultFile = join(packageRoot, 'config', 'default.json');
-
-/** `httpPort` → `REPOBASE_HTTP_PORT` */
-export function envName(key: string): string {
-  return 'REPOBASE_' + key.replace(/[A-Z]/g, (c) => '_' + c).toUpperCase();
-}
-
-/** `httpPort` → `http-port` */
-export function flagName(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
-}
-
 export const configKeys = Object.keys(ConfigSchema.properties) as ConfigKey[];
 
 function describeAllowed(schema: TSchema): string {
@@ -182,7 +170,7 @@ function coerce(schema: TSchema, raw: unknown): unknown {
 export function loadConfig(
   env: Readonly<Record<string, string | undefined>> = {},
   flags: Readonly<Partial<Record<ConfigKey, unknown>>> = {},
-  defaults: unknown = JSON.parse(readFileSync(defaultFile, 'utf8')),
+  defaults: unknown = readDefaults(),
 ): Config {
   const merged: Record<string, unknown> = {};
   const source: Record<string, string> = {};

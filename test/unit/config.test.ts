@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { envName, flagName, loadConfig } from '../../src/shared/config.js';
+import { configKeys, envName, flagName, loadConfig } from '../../src/shared/config.js';
+import { configKeyNames } from '../../src/shared/config-keys.js';
 
 describe('configuration', () => {
+  it('names every key of the schema in config/default.json, where the CLI reads the flags it accepts', () => {
+    expect([...configKeyNames()].sort()).toEqual([...configKeys].sort());
+  });
+
   it('takes config/default.json, then the environment, then flags', () => {
     const defaults = loadConfig({}, {});
     expect(defaults.httpPort).toBe(8080);
