@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from './package-root.js';
 
-export const defaultFile = join(packageRoot, 'config', 'default.json');
+const defaultFile = join(packageRoot, 'config', 'default.json');
 
 /** The defaults, as config/default.json gives them (checked by `loadConfig`). */
 export function readDefaults(): unknown {
