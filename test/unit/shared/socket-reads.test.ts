@@ -65,6 +65,38 @@ describe('readDirectly', () => {
     accepted.destroy();
   });
 
+  it('gives each read to every data listener, as emit does: one (called directly, on the socket), two, a once among them, one removed', async () => {
+    const { client, accepted } = await pair();
+    const first: Buffer[] = [];
+    const second: Buffer[] = [];
+    const onceGot: Buffer[] = [];
+    let self: unknown;
+    accepted.on('data', function (this: unknown, chunk: Buffer) {
+      self = this;
+      first.push(chunk);
+    });
+    expect(readDirectly(accepted)).toBe(true);
+    const arrive = async (text: string, lists: Buffer[][]) => {
+      const before = lists.map((l) => Buffer.concat(l).length);
+      client.write(text);
+      for (let i = 0; i < 200 && lists.some((l, k) => Buffer.concat(l).length < before[k]! + text.length); i++) await sleep(5);
+    };
+    await arrive('one listener;', [first]);
+    expect(self).toBe(accepted);
+    const onSecond = (chunk: Buffer) => second.push(chunk);
+    accepted.on('data', onSecond);
+    accepted.once('data', (chunk: Buffer) => onceGot.push(chunk));
+    await arrive('three;', [first, second]);
+    await arrive('two;', [first, second]);
+    accepted.off('data', onSecond);
+    await arrive('one again', [first]);
+    expect(Buffer.concat(first).toString()).toBe('one listener;three;two;one again');
+    expect(Buffer.concat(second).toString()).toBe('three;two;');
+    expect(Buffer.concat(onceGot).toString()).toBe('three;');
+    client.destroy();
+    accepted.destroy();
+  });
+
   it('leaves a socket that is paused, one whose bytes wait unread, one already switched, and a TLS socket', async () => {
     const paused = await pair(true);
     expect(readDirectly(paused.accepted)).toBe(false);
