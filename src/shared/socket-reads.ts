@@ -11,7 +11,8 @@
  * µs of CPU per transaction (2026-11-27); one whose both sides are, 0.91 of one whose neither is,
  * and repobase with its clients read so too, 0.94–0.955 of before (bench/notes/2026-11-29-client-reads.md).
  * Calling a socket's one `data` listener directly, and copying short reads by hand, took another
- * 2 µs of user time per transaction (under sampling) off `emit`'s and `copy`'s megamorphic loads and views (bench/notes/2026-11-29-wire-listener.md).
+ * 2 µs of user time per transaction (under sampling) off `emit`'s and `copy`'s megamorphic loads
+ * and views (bench/notes/2026-11-29-wire-listener.md).
  */
 import { Buffer } from 'node:buffer'; // a module binding: the global one is looked up on every read
 import type { Socket } from 'node:net';
