@@ -11,8 +11,8 @@
  * µs of CPU per transaction (2026-11-27); one whose both sides are, 0.91 of one whose neither is,
  * and repobase with its clients read so too, 0.94–0.955 of before (bench/notes/2026-11-29-client-reads.md).
  * Calling a socket's one `data` listener directly, and copying short reads by hand, took another
- * 2 µs of user time per transaction (under sampling) off `emit`'s and `copy`'s megamorphic loads
- * and views (bench/notes/2026-11-29-wire-listener.md).
+ * 2 µs of user time per transaction (under sampling) off `emit`'s and `copy`'s generic loads and
+ * views (bench/notes/2026-11-29-wire-listener.md).
  */
 import { Buffer } from 'node:buffer'; // a module binding: the global one is looked up on every read
 import type { Socket } from 'node:net';
@@ -20,8 +20,14 @@ import { TLSSocket } from 'node:tls';
 
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
-/** Reads this long or shorter are copied byte by byte: `copy` of part of a buffer makes a view of it first. */
-const SHORT_READ = 256;
+/**
+ * Reads this long or shorter — a transaction's messages, most often — are copied byte by byte:
+ * `copy` of part of a buffer makes a view of it first, and in a busy process its loads, shared
+ * with every other use of `Buffer`, are generic: about 1.7 µs per `-S -M simple` transaction
+ * under sampling against 0.2 for the loop. (A microbenchmark, where they are not, has the loop
+ * lose from 48 bytes on: the threshold keeps the loop under what `copy` costs here.)
+ */
+const SHORT_READ = 128;
 
 /** What `emit` reads of a socket's listeners (an `EventEmitter`'s own field). */
 interface Listeners {
