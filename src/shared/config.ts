@@ -9,8 +9,6 @@ import Value from 'typebox/value';
 import { PgError, SqlState } from './errors.js';
 import { envName, flagName, readDefaults } from './config-keys.js';
 
-export { envName, flagName };
-
 const Port = (description: string) => Type.Integer({ minimum: 0, maximum: 65535, description });
 const Positive = (description: string) => Type.Integer({ minimum: 1, description });
 const LogLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

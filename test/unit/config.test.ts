@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { configKeys, envName, flagName, loadConfig } from '../../src/shared/config.js';
-import { configKeyNames } from '../../src/shared/config-keys.js';
+import { configKeys, loadConfig } from '../../src/shared/config.js';
+import { configKeyNames, envName, flagName } from '../../src/shared/config-keys.js';
 
 describe('configuration', () => {
   it('names every key of the schema in config/default.json, where the CLI reads the flags it accepts', () => {
