@@ -4,6 +4,7 @@ import { SqlState } from '../shared/errors.js';
 import { analyse, type Reading } from './analyse.js';
 import { RecentlyUsedCache } from './cache.js';
 import { literalShape } from './shape.js';
+import { StatementMemo, samePaths } from './statement-memo.js';
 import { evaluate, toError } from './decide.js';
 import type { Analysis } from './facts.js';
 import { loadParsers } from './parse.js';
@@ -65,7 +66,9 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
   // has its own session object; keyed by identity, clients of one user running the same
   // statements displaced each other's entry and every decision resolved its names again.
   const allowed = new WeakMap<Analysis, WeakMap<Rights, { session: Session; decision: Decision }>>();
-  function evaluateOnce(analysis: Analysis, rights: Rights, session: Session): Decision {
+  // Those made from a shape's analysis: they stand for every text of the shape (see StatementMemo).
+  const byShape = new WeakSet<Decision>();
+  function evaluateOnce(analysis: Analysis, rights: Rights, session: Session, shaped: boolean): Decision {
     let byRights = allowed.get(analysis);
     const last = byRights?.get(rights);
     if (last !== undefined && samePaths(last.session, session)) return last.decision;
@@ -73,6 +76,7 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
     if (decision.kind === 'allow') {
       if (byRights === undefined) allowed.set(analysis, (byRights = new WeakMap()));
       byRights.set(rights, { session, decision });
+      if (shaped) byShape.add(decision);
     }
     return decision;
   }
@@ -89,11 +93,11 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
     const shape = cacheable ? literalShape(sql) : undefined;
     const sameShape = shape === undefined ? undefined : shapes.get(shape);
     if (sameShape !== undefined) {
-      const decision = evaluateOnce(sameShape, rights, session);
+      const decision = evaluateOnce(sameShape, rights, session, true);
       if (decision.kind !== 'deny') return lend(decision, sameShape, sql, rights, session); // a denial is re-made below, with its own positions
     }
     const cached = cacheable ? cache.get(sql) : undefined;
-    if (cached !== undefined) return lend(evaluateOnce(cached, rights, session), cached, sql, rights, session);
+    if (cached !== undefined) return lend(evaluateOnce(cached, rights, session, false), cached, sql, rights, session);
     const bytes = Buffer.byteLength(sql);
     if (bytes > limit) return tooLarge(bytes);
     if (bytes >= threshold) {
@@ -128,7 +132,8 @@ export async function createPolicy(options: PolicyOptions): Promise<Policy> {
     return { kind: 'deny', error: toError({ code: SqlState.ProgramLimitExceeded, message: `statement is too large: ${bytes} bytes, the limit is ${limit}` }) };
   }
 
-  return { decide, close: () => pool.close() };
+  const made = (d: Decision) => byShape.has(d);
+  return { decide, forClient: () => new StatementMemo(decide, made).decide, close: () => pool.close() };
 }
 
 /**
@@ -148,16 +153,4 @@ function lend(decision: Decision, analysis: Analysis, sql: string, rights: Right
 
 function hasPositions(analysis: Analysis): boolean {
   return analysis.effects?.some((list) => list.some((e) => e.kind === 'set_text' || e.kind === 'prepare')) ?? false;
-}
-
-function samePath(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
-  if (a === b) return true;
-  if (a === undefined || b === undefined || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** Whether two sessions resolve names alike: the same search path and default search path. */
-function samePaths(a: Session, b: Session): boolean {
-  return samePath(a.searchPath, b.searchPath) && samePath(a.defaultSearchPath, b.defaultSearchPath);
 }

@@ -102,14 +102,13 @@ function plainDigits(sql: string, i: number, end: number): boolean {
 }
 
 /**
- * The statement with its numeric literals replaced by `0`, or undefined when it has none (its
- * text is then its own shape). On the wire's hot path for every statement with inlined values:
- * one pass, the result built by concatenation, the regular expression only for numbers that are
- * not plain digits.
+ * Where the statement's numeric literals are: start and end (exclusive) of each, in order, or
+ * undefined when it has none or one that is not a plain number (`1abc`, which Postgres versions
+ * lex differently): its text is then its own shape. One pass over char codes; the regular
+ * expression only for numbers that are not plain digits.
  */
-export function literalShape(sql: string): string | undefined {
-  let out: string | undefined;
-  let copied = 0;
+export function literalSpans(sql: string): number[] | undefined {
+  let spans: number[] | undefined;
   let i = 0;
   const n = sql.length;
   while (i < n) {
@@ -141,10 +140,8 @@ export function literalShape(sql: string): string | undefined {
       }
     } else if ((isDigit(c) || (c === C.Dot && isDigit(sql.charCodeAt(i + 1)))) && !isIdentPart(prev) && prev !== C.Dot) {
       const end = numberEnd(sql, i);
-      // Anything but a plain number (`1abc`, which Postgres versions lex differently): no shape.
       if (!plainDigits(sql, i, end) && !NUMBER.test(sql.slice(i, end))) return undefined;
-      out = out === undefined ? `${sql.slice(0, i)}0` : `${out}${sql.slice(copied, i)}0`;
-      copied = end;
+      (spans ??= []).push(i, end);
       i = end;
     } else if (isIdentPart(c)) {
       i++;
@@ -153,5 +150,52 @@ export function literalShape(sql: string): string | undefined {
       i++;
     }
   }
-  return out === undefined ? undefined : out + sql.slice(copied);
+  return spans;
+}
+
+/**
+ * The statement with its numeric literals replaced by `0`, or undefined when it has none (its
+ * text is then its own shape). On the wire's hot path for every statement with inlined values
+ * that a client's memo (statement-memo.ts) does not recognise.
+ */
+export function literalShape(sql: string): string | undefined {
+  const spans = literalSpans(sql);
+  if (spans === undefined) return undefined;
+  let out = '';
+  let copied = 0;
+  for (let k = 0; k < spans.length; k += 2) {
+    out += `${sql.slice(copied, spans[k])}0`;
+    copied = spans[k + 1]!;
+  }
+  return out + sql.slice(copied);
+}
+
+/**
+ * Whether `sql` is `known`, whose numeric literals are at `spans` (literalSpans) and all plain
+ * digits (plainSpans), with each of them replaced by plain digits, one or more. Then
+ * `literalShape` gives both the same shape: the text around each literal is the same, and is read
+ * alike, since what follows a literal is read after a digit in both (after `5.`, `$$` opens a
+ * string; after `5`, it does not); and where a number began in `known`, a run of digits followed
+ * by the character that ended that number (no digit, letter, `_` or `.`) is one plain number.
+ */
+export function sameShapeAs(sql: string, known: string, spans: readonly number[]): boolean {
+  let i = 0;
+  let j = 0;
+  for (let k = 0; k < spans.length; k += 2) {
+    const start = spans[k]!;
+    while (j < start) if (sql.charCodeAt(i++) !== known.charCodeAt(j++)) return false;
+    const from = i;
+    while (isDigit(sql.charCodeAt(i))) i++;
+    if (i === from) return false;
+    j = spans[k + 1]!;
+  }
+  if (sql.length - i !== known.length - j) return false;
+  while (j < known.length) if (sql.charCodeAt(i++) !== known.charCodeAt(j++)) return false;
+  return true;
+}
+
+/** Whether every literal at `spans` in `sql` is plain digits: what `sameShapeAs` can compare with. */
+export function plainSpans(sql: string, spans: readonly number[]): boolean {
+  for (let k = 0; k < spans.length; k += 2) if (!plainDigits(sql, spans[k]!, spans[k + 1]!)) return false;
+  return true;
 }

@@ -209,6 +209,12 @@ export interface Policy {
    * path) and a Promise only when a large string is parsed in the worker thread.
    */
   decide(sql: string, rights: Rights, session: Session): Decision | Promise<Decision>;
+  /**
+   * A `decide` of one client's own, making the same decisions: it remembers the client's recent
+   * statements decided by their shape, and recognises the next text of one of those shapes by a
+   * comparison (see statement-memo.ts).
+   */
+  forClient(): (sql: string, rights: Rights, session: Session) => Decision | Promise<Decision>;
   /** Stops the parse worker, if one was started. */
   close(): Promise<void>;
 }

@@ -35,6 +35,8 @@ const REMEMBERED_PARSE_BYTES = 4096;
 
 export class Relay extends RelayCore {
   private lastParse: { bytes: Buffer; text: ClientText; parse: ParseMessage } | undefined;
+  /** The policy's decisions, the client's recent statements remembered by shape. */
+  private readonly decideStatement = this.deps.policy.forClient();
 
   // ── client → upstream ───────────────────────────────────────────────────────────────
 
@@ -52,7 +54,7 @@ export class Relay extends RelayCore {
     const session = this.readings.session(this.searchPath.session);
     const rights = this.deps.control.peekRights(this.principal);
     const { noteListens } = this.notifications;
-    const d = rights ? this.deps.policy.decide(sql, rights, session) : this.deps.control.rights(this.principal).then((r) => this.deps.policy.decide(sql, r, session));
+    const d = rights ? this.decideStatement(sql, rights, session) : this.deps.control.rights(this.principal).then((r) => this.decideStatement(sql, r, session));
     return d instanceof Promise ? d.then(noteListens) : noteListens(d);
   }
 

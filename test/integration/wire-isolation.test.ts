@@ -131,6 +131,20 @@ describe('bob cannot reach alice\'s private repo through the wire', () => {
     await svc.control.setCollaborator({ owner: alice.name, repo: 'team' }, carol.name, 'write');
   });
 
+  it('statements of a shape run while allowed (numbers inlined) are denied once access is revoked, or in a search path where they are not', async () => {
+    const c = await connect(carol);
+    const team = `"${alice.name}/team"`;
+    for (const n of [1, 2, 3]) await c.query(`SELECT count(*) FROM ${team}.t WHERE id > ${n}`);
+    await svc.control.removeCollaborator({ owner: alice.name, repo: 'team' }, carol.name);
+    // The policy's denial (it names the repo), not only Postgres' own (the second wall).
+    await expect(c.query(`SELECT count(*) FROM ${team}.t WHERE id > 4`)).rejects.toMatchObject({ code: '42501', message: `permission denied for repo "${alice.name}/team"` });
+    await svc.control.setCollaborator({ owner: alice.name, repo: 'team' }, carol.name, 'write');
+    await c.query(`SET search_path = ${team}`);
+    for (const n of [1, 2, 3]) await c.query(`DELETE FROM t WHERE id > 100${n}`);
+    await c.query(`SET search_path = "${alice.name}/open"`); // public: read only
+    await expect(c.query('DELETE FROM t WHERE id > 1004')).rejects.toMatchObject({ code: '42501', message: expect.stringContaining(`repo "${alice.name}/open"`) });
+  });
+
   it('sees neither catalog names of the private repo nor its data', async () => {
     const b = await connect(bob);
     const res = await b.query("SELECT relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", [`${alice.name}/secret`]);
