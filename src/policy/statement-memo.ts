@@ -7,6 +7,7 @@
  * the policy would make for it: only a decision that stands for every text of its shape (the
  * policy says which), only for the same rights snapshot and a session with the same paths.
  */
+import { policyCacheHit } from '../observe/metrics.js';
 import { literalSpans, plainSpans, sameShapeAs } from './shape.js';
 import type { Decision, Rights, Session } from './types.js';
 
@@ -39,7 +40,10 @@ export class StatementMemo {
     const entries = this.entries;
     for (let k = 0; k < entries.length; k++) {
       const e = entries[k]!;
-      if (e.rights === rights && sameSession(e.session, session) && sameShapeAs(sql, e.sql, e.spans)) return e.decision;
+      if (e.rights === rights && sameSession(e.session, session) && sameShapeAs(sql, e.sql, e.spans)) {
+        policyCacheHit.value++;
+        return e.decision;
+      }
     }
     const d = this.decideOnce(sql, rights, session);
     if (!(d instanceof Promise) && sql.length <= MAX_CHARS && this.byShape(d)) this.remember(sql, rights, session, d);
