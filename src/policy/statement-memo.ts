@@ -13,8 +13,13 @@ import type { Decision, Rights, Session } from './types.js';
 
 export type Decide = (sql: string, rights: Rights, session: Session) => Decision | Promise<Decision>;
 
-/** The shapes a client's memo keeps: a transaction's statements (TPC-B has five with numbers). */
-const ENTRIES = 8;
+/**
+ * The shapes a client's memo keeps: a transaction's statements. TPC-B has five with numbers in
+ * nine shapes, since a negative number is `-` before a literal (`abalance + -0`, `abalance + 0`):
+ * with eight, 45 % of them missed, each pushing out another, and a transaction cost about 4 %
+ * more CPU than with no memo; with sixteen, none miss.
+ */
+const ENTRIES = 16;
 /** A longer text is not kept: the comparison would cost more than the lookup it saves. */
 const MAX_CHARS = 2048;
 
@@ -29,6 +34,8 @@ interface Entry {
 export class StatementMemo {
   private readonly entries: Entry[] = [];
   private next = 0;
+  /** Where the last one was found: clients run their statements in the same order, so the next is looked for after it. */
+  private last = 0;
 
   constructor(
     private readonly decideOnce: Decide,
@@ -38,10 +45,13 @@ export class StatementMemo {
 
   readonly decide: Decide = (sql, rights, session) => {
     const entries = this.entries;
-    for (let k = 0; k < entries.length; k++) {
-      const e = entries[k]!;
+    const n = entries.length;
+    for (let k = 0, at = this.last; k < n; k++) {
+      if (++at >= n) at = 0;
+      const e = entries[at]!;
       if (e.rights === rights && sameSession(e.session, session) && sameShapeAs(sql, e.sql, e.spans)) {
         policyCacheHit.value++;
+        this.last = at;
         return e.decision;
       }
     }
