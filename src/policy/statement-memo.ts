@@ -9,9 +9,9 @@
  */
 import { policyCacheHit } from '../observe/metrics.js';
 import { literalSpans, plainSpans, sameShapeAs } from './shape.js';
-import type { Decision, Rights, Session } from './types.js';
+import type { Decision, Policy, Rights, Session } from './types.js';
 
-export type Decide = (sql: string, rights: Rights, session: Session) => Decision | Promise<Decision>;
+type Decide = Policy['decide'];
 
 /**
  * The shapes a client's memo keeps: a transaction's statements. TPC-B has five with numbers in

@@ -214,7 +214,7 @@ export interface Policy {
    * statements decided by their shape, and recognises the next text of one of those shapes by a
    * comparison (see statement-memo.ts).
    */
-  forClient(): (sql: string, rights: Rights, session: Session) => Decision | Promise<Decision>;
+  forClient(): Policy['decide'];
   /** Stops the parse worker, if one was started. */
   close(): Promise<void>;
 }
